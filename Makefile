@@ -1,0 +1,48 @@
+# replay-actor: `make help` lists the targets.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+BSTAMP := $(VENV)/.installed-bench
+
+.DEFAULT_GOAL := help
+.PHONY: help test lint typecheck pytest demo bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+$(BSTAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[dev,bench]'
+	touch $@
+
+test: $(STAMP) ## install into .venv, then run ruff, mypy --strict and pytest
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(PY) -m pytest
+
+lint: $(STAMP) ## ruff only
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP) ## mypy --strict only
+	$(VENV)/bin/mypy
+
+pytest: $(STAMP) ## pytest only
+	$(PY) -m pytest
+
+demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture
+	$(PY) examples/demo.py
+
+bench: $(BSTAMP) ## run benchmarks/, print the table, rewrite docs/benchmarks.md
+	$(PY) -m benchmarks
+
+clean: ## remove the virtual environment and caches
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
