@@ -1,0 +1,291 @@
+"""RFC 8785 (JSON Canonicalization Scheme) encoding, byte-identical to the reference.
+
+``canonical_json`` is the one place that decides which bytes a JSON value hashes to.
+It is built on msgspec's sorted encoder, whose output already agrees with JCS for
+strings (same escapes, lowercase ``\\u00xx``), integers, literals and key order within
+the Basic Multilingual Plane. Two things differ and are patched here, in one pass over
+the containers (strings are never walked, so a prompt's bulk costs nothing extra):
+
+- floats: JCS prints numbers as ECMAScript's ``Number.prototype.toString`` does
+  (``1.0`` -> ``1``, ``1e21`` -> ``1e+21``, ``1e16`` -> ``10000000000000000``);
+  each float is replaced by a ``msgspec.Raw`` holding its JCS text;
+- key order: JCS sorts keys by UTF-16 code units, msgspec by code points; the two
+  disagree only for keys outside the BMP, so only an object holding such a key is
+  encoded here by hand (as a ``Raw``).
+
+The same pass enforces the domain: dicts with string keys, lists, tuples, str, int
+within +-(2^53 - 1), finite floats, bool and None; anything else raises ``RequestError``
+with the JSON path of the offending value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from itertools import islice
+from typing import Any, Final
+
+import msgspec
+
+from ._errors import RequestError
+
+__all__ = ["MAX_SAFE_INTEGER", "canonical_json", "jcs_float", "prepare"]
+
+#: Integers beyond this magnitude are not exactly representable as an IEEE double,
+#: which is what RFC 8785 numbers are.
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+_encode: Final[Callable[[Any], bytes]] = msgspec.json.Encoder(order="sorted").encode
+_Raw: Final = msgspec.Raw
+
+
+class _Invalid(Exception):
+    """Internal: the value is outside the JSON domain; ``_diagnose`` says where."""
+
+
+def jcs_float(value: float) -> bytes:
+    """Format a finite float as ECMAScript's Number.prototype.toString (RFC 8785 §3.2.2.3).
+
+    Python's ``repr`` already yields the shortest digit string that round-trips (and the
+    closest one when several do), which is what ECMAScript requires; only the layout of
+    digits and exponent differs.
+    """
+    if value != value or value in (math.inf, -math.inf):
+        raise _Invalid
+    if value == 0.0:
+        return b"0"  # -0.0 included: ECMAScript prints it as "0"
+    text = repr(value)
+    sign = ""
+    if text[0] == "-":
+        sign = "-"
+        text = text[1:]
+    mantissa, _, exp_text = text.partition("e")
+    exponent = int(exp_text) if exp_text else 0
+    int_part, _, frac_part = mantissa.partition(".")
+    all_digits = int_part + frac_part
+    digits = all_digits.lstrip("0")
+    stripped = digits.rstrip("0")
+    trailing = len(digits) - len(stripped)
+    digits = stripped
+    k = len(digits)
+    # ECMAScript's n: the value is digits x 10^(n - k).
+    n = exponent - len(frac_part) + trailing + k
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        out = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        exp_out = f"e+{e}" if e > 0 else f"e-{-e}"
+        out = digits + exp_out if k == 1 else digits[0] + "." + digits[1:] + exp_out
+    return (sign + out).encode("ascii")
+
+
+def _utf16_key(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _has_astral(key: str) -> bool:
+    return not key.isascii() and any(ord(ch) > 0xFFFF for ch in key)
+
+
+def _encode_astral_object(obj: dict[str, Any]) -> msgspec.Raw:
+    """Encode an object with a non-BMP key, keys ordered by UTF-16 code units."""
+    parts = [_encode(key) + b":" + _encode(obj[key]) for key in sorted(obj, key=_utf16_key)]
+    return _Raw(b"{" + b",".join(parts) + b"}")
+
+
+def _prep_dict(obj: dict[Any, Any]) -> Any:
+    out: dict[str, Any] | None = None
+    astral = False
+    for index, (key, item) in enumerate(obj.items()):
+        new_key = key
+        if type(key) is not str:
+            if not isinstance(key, str):
+                raise _Invalid
+            new_key = str(key)  # a str subclass: hash its plain text
+        if not astral and not new_key.isascii() and _has_astral(new_key):
+            astral = True
+        t = type(item)
+        if t is str or t is bool or item is None:
+            new = item
+        elif t is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                raise _Invalid
+            new = item
+        else:
+            new = _prep(item)
+        if out is None and (new is not item or new_key is not key):
+            # First change: copy what came before; the caller's dict is never mutated.
+            out = dict(islice(obj.items(), index))
+        if out is not None:
+            out[new_key] = new
+    result = obj if out is None else out
+    if astral:
+        return _encode_astral_object(result)
+    return result
+
+
+def _prep_list(seq: list[Any] | tuple[Any, ...]) -> Any:
+    out: list[Any] | None = None
+    for index, item in enumerate(seq):
+        t = type(item)
+        if t is str or t is bool or item is None:
+            new = item
+        elif t is int:
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                raise _Invalid
+            new = item
+        else:
+            new = _prep(item)
+        if out is None and new is not item:
+            out = list(seq[:index])
+        if out is not None:
+            out.append(new)
+    return seq if out is None else out
+
+
+def _prep(value: Any) -> Any:
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return value
+    if t is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+        raise _Invalid
+    if t is float:
+        return _Raw(jcs_float(value))
+    if t is dict:
+        return _prep_dict(value)
+    if t is list or t is tuple:
+        return _prep_list(value)
+    # Subclasses of the JSON types (IntEnum, str-Enum, OrderedDict, ...) hash as their
+    # plain JSON value; everything else is outside the domain.
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return _prep(int(value))
+    if isinstance(value, float):
+        return _prep(float(value))
+    if isinstance(value, dict):
+        return _prep_dict(dict(value))
+    if isinstance(value, list | tuple):
+        return _prep_list(list(value))
+    raise _Invalid
+
+
+_join: Final = "".join
+
+
+def _clean(obj: dict[Any, Any] | list[Any]) -> bool:
+    """Fast check-only pass: True when ``obj`` needs no patching and is in the domain.
+
+    ``"".join`` checks in C that every key is a str (TypeError otherwise) and, with
+    ``isascii``, that none can sort differently under UTF-16. A False answer only sends
+    the value down the slower patching path, which decides precisely.
+    """
+    if type(obj) is dict:
+        try:
+            if not _join(obj).isascii():
+                return False
+        except TypeError:
+            return False
+        values: Any = obj.values()
+    else:
+        values = obj
+    for item in values:
+        t = type(item)
+        if t is str:
+            continue
+        if t is dict or t is list:
+            if not _clean(item):
+                return False
+        elif t is int:
+            if item > MAX_SAFE_INTEGER or item < -MAX_SAFE_INTEGER:
+                return False
+        elif not (t is bool or item is None):
+            return False
+    return True
+
+
+def prepare(value: Any, where: str = "$") -> Any:
+    """Check ``value`` is in the JSON domain and patch it for msgspec's sorted encoder.
+
+    Returns ``value`` itself when nothing needed patching (the common case), else a
+    copy of the containers on the path to each patched float or astral-keyed object.
+    Raises ``RequestError`` naming the JSON path of the first offending value.
+    """
+    try:
+        if (type(value) is dict or type(value) is list) and _clean(value):
+            return value
+        return _prep(value)
+    except _Invalid:
+        pass
+    except RecursionError:
+        raise RequestError(f"value nests too deeply at {where}") from None
+    raise RequestError(_diagnose(value, where))
+
+
+def canonical_json(value: Any) -> bytes:
+    """Return the RFC 8785 canonical JSON encoding of ``value``.
+
+    Accepts dicts with string keys, lists, tuples, str, int within +-(2^53 - 1),
+    finite floats, bool and None; anything else raises ``RequestError``.
+    """
+    return encode_prepared(prepare(value), value)
+
+
+def encode_prepared(prepared: Any, original: Any, where: str = "$") -> bytes:
+    """Encode a value already passed through ``prepare`` (or a Struct holding such)."""
+    try:
+        return _encode(prepared)
+    except UnicodeEncodeError:
+        # msgspec refuses lone surrogates, which is what JCS requires; say where.
+        pass
+    raise RequestError(_diagnose(original, where))
+
+
+def _diagnose(value: Any, where: str) -> str:
+    """Walk ``value`` slowly, with paths, and describe its first problem."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if depth > 10_000:
+            return f"value nests too deeply at {path}"
+        if isinstance(item, msgspec.Struct):
+            fields = msgspec.structs.asdict(item)
+            for name in reversed(list(fields)):
+                stack.append((fields[name], f"{path}.{name}", depth + 1))
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"string with a lone surrogate at {path}"
+        elif isinstance(item, int):
+            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+                return f"integer outside +-(2**53 - 1) at {path}"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return f"non-finite number at {path}"
+        elif isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    return f"object key of type {type(key).__name__} at {path}"
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"object key with a lone surrogate at {path}"
+            for key in reversed(list(item)):
+                stack.append((item[key], f"{path}.{key}", depth + 1))
+        elif isinstance(item, list | tuple):
+            for index in range(len(item) - 1, -1, -1):
+                stack.append((item[index], f"{path}[{index}]", depth + 1))
+        else:
+            return f"value of type {type(item).__name__} is not JSON at {path}"
+    return f"value is not JSON at {where}"  # pragma: no cover - prepare found a problem

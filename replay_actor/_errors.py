@@ -1,0 +1,192 @@
+"""The exception tree: every failure replay-actor reports is one of these.
+
+::
+
+    ReplayError                      base: catch this to catch everything below
+    ├── FixtureError                 a fixture was rejected (.reason, .line)
+    ├── RequestError (ValueError)    the request is not a valid provider-neutral request
+    ├── ReplayMiss                   no fixture entry matches the request (.request_hash)
+    ├── SequenceExhausted            every element of the entry's sequence was served
+    ├── ProviderClosed               closed by you: release() was called on this handle
+    ├── ActorLost                    broken from outside: the cursor actor died or hung
+    ├── ManifestError                the manifest is invalid (.key names the offending key)
+    └── LiveProviderError            the live model endpoint failed (.status, if any)
+
+``ProviderClosed`` and ``ActorLost`` are deliberately distinct, as trio separates a
+resource closed by its owner from one broken from outside: the first is a bug in the
+caller's lifecycle, the second an environmental failure worth a retry of the whole run.
+
+Boundaries. ``FixtureError`` carries only a reason code and a line number, whatever was
+on the line. ``ReplayMiss`` and ``SequenceExhausted`` carry the request hash in normal
+mode and no hash at all in private mode. Neither ever holds a chained exception: they are
+raised outside any ``except`` block so ``__context__`` stays empty.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "FIXTURE_REASONS",
+    "ActorLost",
+    "FixtureError",
+    "LiveProviderError",
+    "ManifestError",
+    "ProviderClosed",
+    "ReplayError",
+    "ReplayMiss",
+    "RequestError",
+    "SequenceExhausted",
+]
+
+#: Every reason code a fixture rejection can carry, in priority order: when one line
+#: breaks several rules, the first of these is reported (SPEC §1).
+FIXTURE_REASONS: Final[tuple[str, ...]] = (
+    "file_missing",
+    "file_unreadable",
+    "not_regular_file",
+    "file_too_large",
+    "line_too_long",
+    "invalid_utf8",
+    "invalid_json",
+    "unsupported_number",
+    "nesting_too_deep",
+    "not_an_object",
+    "duplicate_key",
+    "unknown_key",
+    "missing_schema_version",
+    "unsupported_schema_version",
+    "missing_request_hash",
+    "invalid_request_hash",
+    "missing_response",
+    "conflicting_response",
+    "invalid_response",
+    "invalid_responses",
+    "too_many_responses",
+    "response_too_large",
+    "duplicate_request_hash",
+    "too_many_entries",
+)
+_REASON_SET: Final = frozenset(FIXTURE_REASONS)
+
+
+class ReplayError(Exception):
+    """Base class of every error replay-actor raises."""
+
+
+class FixtureError(ReplayError):
+    """A fixture was rejected; only the rule (``reason``) and the ``line`` cross over.
+
+    ``line`` is the 1-based line number in the file, or ``None`` for a rule about the
+    whole file (missing, unreadable, not a regular file, too large).
+    """
+
+    reason: str
+    line: int | None
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        if reason not in _REASON_SET:
+            # A programming error inside replay-actor; never built from fixture bytes.
+            raise ValueError(f"unknown fixture rejection reason {reason!r}")
+        if line is not None and (type(line) is not int or line < 1):
+            raise ValueError("line must be a positive int or None")
+        super().__init__(reason, line)
+        self.reason = reason
+        self.line = line
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return f"fixture rejected: {self.reason}"
+        return f"fixture rejected: {self.reason} at line {self.line}"
+
+    def __repr__(self) -> str:
+        return f"FixtureError({self.reason!r}, {self.line!r})"
+
+    def __reduce__(self) -> tuple[type[FixtureError], tuple[str, int | None]]:
+        return (FixtureError, (self.reason, self.line))
+
+
+class RequestError(ReplayError, ValueError):
+    """The request is not a valid provider-neutral request (SPEC §2).
+
+    The message says what is wrong and where (a JSON path such as
+    ``$.messages[0].role``); it never contains a request hash.
+    """
+
+
+class _HashedError(ReplayError):
+    """Shared shape of the two per-request failures: a fixed message plus, in normal
+    mode only, the request hash."""
+
+    _base_message: str = ""
+    request_hash: str | None
+
+    def __init__(self, request_hash: str | None = None) -> None:
+        if request_hash is None:
+            super().__init__(self._base_message)
+        else:
+            super().__init__(f"{self._base_message} (request_hash: {request_hash})")
+        self.request_hash = request_hash
+
+    def __reduce__(self) -> tuple[type[_HashedError], tuple[str | None]]:
+        return (type(self), (self.request_hash,))
+
+
+class ReplayMiss(_HashedError):
+    """No fixture entry matches the request.
+
+    ``request_hash`` is the hash to add to the fixture, or ``None`` in private mode
+    (read it from ``provider.inspect()`` or the inspection record instead).
+    """
+
+    _base_message = "no replay fixture matches this request"
+
+
+class SequenceExhausted(_HashedError):
+    """The entry's ``responses`` sequence was consumed; nothing is reused.
+
+    ``request_hash`` as for :class:`ReplayMiss`.
+    """
+
+    _base_message = "replay sequence exhausted for this request"
+
+
+class ProviderClosed(ReplayError):
+    """The provider was released (by this handle or, for a copy, by the acquirer)."""
+
+
+class ActorLost(ReplayError):
+    """The cursor actor died, or did not answer within the handle's timeout.
+
+    The handle is broken from then on: every later call raises ``ActorLost`` too.
+    """
+
+
+class ManifestError(ReplayError):
+    """The manifest is invalid; ``key`` names the offending key (dotted), if any."""
+
+    key: str | None
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+    def __reduce__(self) -> tuple[type[ManifestError], tuple[str, str | None]]:
+        return (ManifestError, (str(self), self.key))
+
+
+class LiveProviderError(ReplayError):
+    """The live endpoint failed: transport error, timeout, bad status or bad body.
+
+    The message never contains the API key or the prompt; ``status`` is the last HTTP
+    status seen, or ``None`` when no response arrived.
+    """
+
+    status: int | None
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def __reduce__(self) -> tuple[type[LiveProviderError], tuple[str, int | None]]:
+        return (LiveProviderError, (str(self), self.status))
