@@ -1,0 +1,63 @@
+"""The owner-only inspection record: where private-mode hashes go instead of errors.
+
+Each miss or exhaustion is appended as one JSON line
+``{"event": "miss" | "exhausted", "request_hash": "sha256:...", "call": N}``. The file is
+created with mode 0600 and opened with ``O_NOFOLLOW``, so a symbolic link planted at the
+path is refused rather than followed; each record is one ``write`` on an ``O_APPEND``
+descriptor, so concurrent writers never interleave inside a line.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from typing import Final, Literal
+
+import msgspec
+
+from ._errors import ReplayError
+
+__all__ = ["InspectionRecord", "open_inspection_record"]
+
+_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+_encode = msgspec.json.Encoder().encode
+
+
+class InspectionRecord:
+    """An open, append-only inspection file. Not shared between processes' handles."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def append(self, event: Literal["miss", "exhausted"], request_hash: str, call: int) -> None:
+        line = _encode({"event": event, "request_hash": request_hash, "call": call}) + b"\n"
+        os.write(self._fd, line)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
+    """Open (creating with mode 0600) the inspection file for appending.
+
+    Raises ``ReplayError`` — naming no path — if the path is a symbolic link, not a
+    regular file, or cannot be opened.
+    """
+    problem = "cannot be opened"
+    try:
+        fd = os.open(path, _FLAGS, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            problem = "is a symbolic link (refused)"
+    else:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            return InspectionRecord(fd)
+        os.close(fd)
+        problem = "is not a regular file"
+    raise ReplayError(f"the inspection record path {problem}")
