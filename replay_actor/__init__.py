@@ -20,7 +20,9 @@ from ._errors import (
     SequenceExhausted,
 )
 from ._fixture import FixtureSet, load_fixture
+from ._provider import ReplayProvider, acquire
 from ._request import Message, Request, Tool, ToolCall, request_hash
+from ._supervisor import Supervisor
 
 __version__ = "0.1.0"
 
@@ -35,12 +37,15 @@ __all__ = [
     "ProviderClosed",
     "ReplayError",
     "ReplayMiss",
+    "ReplayProvider",
     "Request",
     "RequestError",
     "SequenceExhausted",
+    "Supervisor",
     "Tool",
     "ToolCall",
     "__version__",
+    "acquire",
     "canonical_json",
     "load_fixture",
     "request_hash",

@@ -1,0 +1,324 @@
+"""The cursor actor: the one process per acquisition that owns the sequence cursors.
+
+::
+
+    acquirer                                   actor (this module, its own interpreter)
+    --------                                   -----------------------------------------
+    socketpair ---- config (fixture, owner) -->  load + validate the fixture once
+               <--- READY (listener address) -   listen on an abstract AF_UNIX socket
+    copies ------- connect (same uid only) ---->  one Connection per handle copy
+    handle ------- b"C" + request hash -------->  cursor[hash] += 1  (the only mutable state)
+           <------ b"R" + response bytes ------   or b"M" miss / b"X" exhausted
+                                               watches: owner pidfd (psutil identity
+                                               confirmed), every connection's EOF
+
+The loop is single-threaded and event-driven: ``selectors`` waits on the connections,
+the listener and the owner's pidfd together, so an idle actor sleeps in the kernel and
+the owner's death is an event, not a poll. It exits when the acquisition is released,
+when the owner dies, or when the last connection closes. It never opens an internet
+socket, never forks, and never imports the caller's ``__main__`` (it is started as
+``python -c`` on this module, not through multiprocessing's spawn preparation).
+
+Wire format (multiprocessing ``Connection`` framing, one request -> one reply):
+
+=========  ====================================  ========================================
+request    meaning                               reply
+=========  ====================================  ========================================
+``C``+hash  complete                             ``R``+response, ``M`` miss, ``X`` exhausted
+``S``       safe snapshot + counters             ``J``+JSON
+``I``       private inspection                   ``J``+JSON
+``Q``       release this channel                 ``K`` (from the acquirer: ends everything)
+=========  ====================================  ========================================
+
+After the acquirer releases, every other channel receives an unsolicited ``Z`` before
+the actor exits, so their next call reports ``ProviderClosed`` rather than ``ActorLost``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import selectors
+import signal
+import socket
+import struct
+import sys
+from multiprocessing.connection import Connection
+from typing import Any, Final
+
+import msgspec
+import psutil
+
+from ._ceilings import Ceilings
+from ._errors import FixtureError, ReplayError
+from ._fixture import load_fixture
+from ._inspection import InspectionRecord, open_inspection_record
+
+__all__ = ["READY", "main", "owner_identity"]
+
+READY: Final = b"OK"
+_FIXTURE_REJECTED: Final = b"FE"
+_FAILED: Final = b"ER"
+_encode = msgspec.json.Encoder().encode
+#: Without pidfd the owner is polled at this interval (seconds); see docs/architecture.md.
+POLL_INTERVAL: Final = 0.25
+
+
+class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
+    """What the acquirer sends first over the bootstrap channel."""
+
+    fixture: str
+    owner_pid: int
+    owner_create_time: float
+    private: bool
+    ceilings: dict[str, int]
+    inspection_path: str | None
+    owner_watch: str = "pidfd"
+
+
+def owner_identity(pid: int) -> float | None:
+    """The create time identifying a live process, or None if it is dead or a zombie."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc.create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return None
+
+
+class _OwnerWatch:
+    """Readable when the owner exits: a pidfd where the kernel has one, else polling."""
+
+    def __init__(self, pid: int, create_time: float, mode: str) -> None:
+        self.pid = pid
+        self.create_time = create_time
+        self.fd: int | None = None
+        if mode == "pidfd" and hasattr(os, "pidfd_open"):
+            try:
+                self.fd = os.pidfd_open(pid)
+            except OSError:
+                self.fd = None
+                self.dead = True
+                return
+        # Open the pidfd first, then confirm identity: a PID recycled before the open
+        # would otherwise be watched in the owner's place.
+        self.dead = owner_identity(pid) != create_time
+
+    def poll_dead(self) -> bool:
+        self.dead = self.dead or owner_identity(self.pid) != self.create_time
+        return self.dead
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+class Actor:
+    """The state one acquisition's actor owns: the table, the cursors and the counters."""
+
+    def __init__(self, config: ActorConfig) -> None:
+        self.private = config.private
+        fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
+        self.fixture = fixture
+        self.snapshot_base = fixture.snapshot()
+        self.cursors: dict[str, int] = {}
+        self.misses: dict[str, int] = {}
+        self.exhausted: dict[str, int] = {}
+        self.asked: set[str] = set()
+        self.calls = 0
+        self.served = 0
+        self.miss_count = 0
+        self.exhausted_count = 0
+        self.record: InspectionRecord | None = None
+        if config.inspection_path is not None:
+            self.record = open_inspection_record(config.inspection_path)
+
+    def complete(self, request_hash: str) -> bytes:
+        self.calls += 1
+        stored = self.fixture.stored(request_hash)
+        if stored is None:
+            self.miss_count += 1
+            self.misses[request_hash] = self.misses.get(request_hash, 0) + 1
+            self._record("miss", request_hash)
+            return b"M"
+        self.asked.add(request_hash)
+        if isinstance(stored, bytes):
+            self.served += 1
+            return b"R" + stored
+        index = self.cursors.get(request_hash, 0)
+        if index >= len(stored):
+            self.exhausted_count += 1
+            self.exhausted[request_hash] = len(stored)
+            self._record("exhausted", request_hash)
+            return b"X"
+        self.cursors[request_hash] = index + 1
+        self.served += 1
+        return b"R" + stored[index]
+
+    def _record(self, event: Any, request_hash: str) -> None:
+        if self.record is not None:
+            try:
+                self.record.append(event, request_hash, self.calls)
+            except OSError:
+                pass  # a full disk must not turn a miss into a crash of the actor
+
+    def snapshot(self) -> dict[str, Any]:
+        snap = dict(self.snapshot_base)
+        snap.update(served=self.served, misses=self.miss_count, exhausted=self.exhausted_count)
+        return snap
+
+    def inspect(self) -> dict[str, Any]:
+        return {
+            "misses": [{"request_hash": h, "count": n} for h, n in sorted(self.misses.items())],
+            "exhausted": [
+                {"request_hash": h, "served": n} for h, n in sorted(self.exhausted.items())
+            ],
+            "unused_entries": len(self.fixture) - len(self.asked),
+        }
+
+    def close(self) -> None:
+        if self.record is not None:
+            self.record.close()
+
+
+def _listen() -> tuple[socket.socket, bytes]:
+    """An AF_UNIX listener; abstract namespace on Linux (nothing left on disk)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if sys.platform.startswith("linux"):
+        address = b"\0replay-actor-" + secrets.token_hex(16).encode("ascii")
+        sock.bind(address)
+    else:  # pragma: no cover - exercised only off Linux
+        import tempfile
+
+        path = os.path.join(tempfile.mkdtemp(prefix="replay-actor-"), "actor.sock")
+        sock.bind(path)
+        address = path.encode()
+    sock.listen(64)
+    sock.setblocking(False)
+    return sock, address
+
+
+def _same_user(sock: socket.socket) -> bool:
+    if not hasattr(socket, "SO_PEERCRED"):  # pragma: no cover - non-Linux
+        return True
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    uid: int = struct.unpack("3i", creds)[1]
+    return uid == os.getuid()
+
+
+def serve(primary: Connection) -> None:
+    """Run one acquisition's actor on its bootstrap connection until it ends."""
+    try:
+        config = msgspec.json.decode(primary.recv_bytes(), type=ActorConfig)
+    except (EOFError, OSError, msgspec.DecodeError):
+        return
+    watch = _OwnerWatch(config.owner_pid, config.owner_create_time, config.owner_watch)
+    if watch.dead:
+        primary.send_bytes(_FAILED + b"the owner process is not alive")
+        return
+    failure: bytes | None = None
+    try:
+        actor = Actor(config)
+    except FixtureError as exc:
+        failure = _FIXTURE_REJECTED + _encode([exc.reason, exc.line])
+    except ReplayError as exc:
+        failure = _FAILED + str(exc).encode()
+    if failure is not None:
+        primary.send_bytes(failure)
+        return
+    listener, address = _listen()
+    primary.send_bytes(READY + address)
+    try:
+        _loop(actor, primary, listener, watch)
+    finally:
+        actor.close()
+        listener.close()
+        watch.close()
+
+
+def _loop(actor: Actor, primary: Connection, listener: socket.socket, watch: _OwnerWatch) -> None:
+    sel = selectors.DefaultSelector()
+    sel.register(primary.fileno(), selectors.EVENT_READ, primary)
+    sel.register(listener.fileno(), selectors.EVENT_READ, listener)
+    if watch.fd is not None:
+        sel.register(watch.fd, selectors.EVENT_READ, watch)
+        poll_timeout: float | None = None
+    else:
+        poll_timeout = POLL_INTERVAL
+    conns: set[Connection] = {primary}
+    complete = actor.complete
+    while conns:
+        events = sel.select(poll_timeout)
+        if not events and poll_timeout is not None and watch.poll_dead():
+            return
+        for key, _ in events:
+            source = key.data
+            if source is watch:
+                return  # the owner died: nobody is left to own the cursors
+            if source is listener:
+                _accept(listener, sel, conns)
+                continue
+            conn: Connection = source
+            try:
+                message = conn.recv_bytes()
+            except (EOFError, OSError):
+                _drop(conn, sel, conns)
+                continue
+            op = message[:1]
+            try:
+                if op == b"C":
+                    conn.send_bytes(complete(message[1:].decode("ascii")))
+                elif op == b"S":
+                    conn.send_bytes(b"J" + _encode(actor.snapshot()))
+                elif op == b"I":
+                    conn.send_bytes(b"J" + _encode(actor.inspect()))
+                elif op == b"Q":
+                    conn.send_bytes(b"K")
+                    if conn is primary:
+                        _notify_closed(conns, primary)
+                        return
+                    _drop(conn, sel, conns)
+                else:
+                    _drop(conn, sel, conns)  # not our protocol: refuse that peer
+            except (OSError, UnicodeDecodeError):
+                _drop(conn, sel, conns)
+
+
+def _accept(listener: socket.socket, sel: selectors.BaseSelector, conns: set[Connection]) -> None:
+    try:
+        sock, _ = listener.accept()
+    except OSError:
+        return
+    if not _same_user(sock):
+        sock.close()
+        return
+    sock.setblocking(True)
+    conn = Connection(sock.detach())
+    conns.add(conn)
+    sel.register(conn.fileno(), selectors.EVENT_READ, conn)
+
+
+def _drop(conn: Connection, sel: selectors.BaseSelector, conns: set[Connection]) -> None:
+    sel.unregister(conn.fileno())
+    conns.discard(conn)
+    conn.close()
+
+
+def _notify_closed(conns: set[Connection], primary: Connection) -> None:
+    for conn in conns:
+        if conn is not primary:
+            try:
+                conn.send_bytes(b"Z")
+            except OSError:
+                pass
+
+
+def main() -> None:
+    """Entry point of the actor process: ``python -c '...main()' FD``."""
+    # Ctrl-C in the caller's terminal reaches the whole process group; the actor ends
+    # with its owner or its connections instead, so the run's cleanup can still call it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    fd = int(sys.argv[1])
+    serve(Connection(fd))

@@ -1,0 +1,396 @@
+"""``acquire`` and ``ReplayProvider``: the caller's side of one acquisition.
+
+A handle owns one channel (a multiprocessing ``Connection`` over an AF_UNIX socket) to
+its acquisition's actor. One lock covers each request/reply exchange, so threads and
+asyncio tasks can share a handle and each sequence element is handed out exactly once.
+Every read is bounded by the handle's timeout (``SO_RCVTIMEO``) and ends with EOF the
+moment the actor dies, so no call blocks forever; an exchange interrupted half-way
+leaves the framing unknown, and the handle is then broken for good (``ActorLost``).
+
+Copies. Pickling a handle (a ``multiprocessing.Process`` argument, a ``Connection`` or a
+``Queue``) sends only the actor's address; the copy opens its own channel, so copies
+never interfere. A bare ``os.fork()`` child drops the inherited channel (it is the
+parent's) and opens its own on first use. Only the handle ``acquire`` returned can end
+the acquisition; ``release()`` on a copy closes that copy's channel alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import warnings
+import weakref
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from ._actor import READY, ActorConfig, owner_identity
+from ._ceilings import DEFAULT_CEILINGS, Ceilings
+from ._errors import (
+    ActorLost,
+    FixtureError,
+    ProviderClosed,
+    ReplayError,
+    ReplayMiss,
+    SequenceExhausted,
+)
+from ._reaper import reaper
+from ._request import RequestLike, request_hash
+
+__all__ = ["ReplayProvider", "acquire"]
+
+_decode = msgspec.json.decode
+_PACKAGE_ROOT: Final = str(Path(__file__).resolve().parent.parent)
+_BOOT: Final = "from replay_actor._actor import main; main()"
+_OWNER_WATCH_ENV: Final = "REPLAY_ACTOR_OWNER_WATCH"
+
+# Every live handle of this process, so a fork child can disown the parent's channels.
+_handles: weakref.WeakSet[ReplayProvider] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for handle in list(_handles):
+        handle._disown_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _set_timeouts(sock: socket.socket, timeout: float) -> None:
+    seconds = int(timeout)
+    micros = int((timeout - seconds) * 1_000_000)
+    value = struct.pack("ll", seconds, micros)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+def _connect(address: bytes, timeout: float) -> Connection:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(address)
+        sock.settimeout(None)
+        _set_timeouts(sock, timeout)
+    except BaseException:
+        sock.close()
+        raise
+    return Connection(sock.detach())
+
+
+class ReplayProvider:
+    """A handle on one acquisition's cursor actor. Use ``acquire()`` to get one."""
+
+    def __init__(
+        self,
+        *,
+        conn: Connection | None,
+        address: bytes,
+        actor_pid: int,
+        owner_pid: int,
+        private: bool,
+        timeout: float,
+        acquirer: subprocess.Popen[bytes] | None,
+    ) -> None:
+        self._conn = conn
+        self._address = address
+        self._actor_pid = actor_pid
+        self._owner_pid = owner_pid
+        self._private = private
+        self._timeout = timeout
+        self._popen = acquirer
+        self._lock = threading.Lock()
+        self._closed = False
+        self._ended = False  # the acquisition ended (released by its acquirer)
+        self._broken = False
+        _handles.add(self)
+
+    # -- properties -------------------------------------------------------------------
+
+    @property
+    def actor_pid(self) -> int:
+        """PID of this acquisition's cursor actor."""
+        return self._actor_pid
+
+    @property
+    def owner_pid(self) -> int:
+        """PID of the process whose death ends the acquisition."""
+        return self._owner_pid
+
+    @property
+    def closed(self) -> bool:
+        """True once ``release()`` was called on this handle (or the acquisition ended)."""
+        return self._closed or self._ended
+
+    @property
+    def private(self) -> bool:
+        """True when hashes are kept out of public diagnostics."""
+        return self._private
+
+    # -- calls ------------------------------------------------------------------------
+
+    def complete(self, request: RequestLike) -> dict[str, Any]:
+        """Answer ``request`` from the fixture: a fresh response dict.
+
+        Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
+        ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
+        """
+        digest = request_hash(request)
+        reply = self._exchange(b"C" + digest.encode("ascii"))
+        kind = reply[:1]
+        if kind == b"R":
+            response: dict[str, Any] = _decode(memoryview(reply)[1:])
+            return response
+        shown = None if self._private else digest
+        if kind == b"M":
+            raise ReplayMiss(shown)
+        if kind == b"X":
+            raise SequenceExhausted(shown)
+        raise ActorLost("the cursor actor sent an unexpected reply")
+
+    async def acomplete(self, request: RequestLike) -> dict[str, Any]:
+        """``complete`` for asyncio: the exchange runs in a worker thread, so the event
+        loop is never blocked."""
+        return await asyncio.to_thread(self.complete, request)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
+        result: dict[str, Any] = _decode(memoryview(self._exchange(b"S"))[1:])
+        result["kind"] = "replay"
+        return result
+
+    def inspect(self) -> dict[str, Any]:
+        """Owner-only diagnostics: the hashes of misses and exhausted sequences."""
+        result: dict[str, Any] = _decode(memoryview(self._exchange(b"I"))[1:])
+        return result
+
+    def _exchange(self, message: bytes) -> bytes:
+        with self._lock:
+            self._check_usable()
+            conn = self._conn
+            if conn is None:
+                conn = self._open_channel()
+            failure: BaseException | None = None
+            try:
+                conn.send_bytes(message)
+                reply = conn.recv_bytes()
+            except (EOFError, OSError) as exc:
+                failure = exc
+            if failure is None:
+                if reply == b"Z":
+                    self._ended = True
+                    self._close_channel()
+                    raise ProviderClosed("the acquisition was released by its acquirer")
+                return reply
+            if _released_notice(conn):
+                self._ended = True
+                self._close_channel()
+                raise ProviderClosed("the acquisition was released by its acquirer")
+            # Half an exchange may be in flight: the framing is unknown, never reuse it.
+            self._broken = True
+            self._close_channel()
+            reason = "did not answer in time" if isinstance(failure, BlockingIOError) else "died"
+        raise ActorLost(f"the cursor actor (pid {self._actor_pid}) {reason}") from failure
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise ProviderClosed("this provider was released")
+        if self._ended:
+            raise ProviderClosed("the acquisition was released by its acquirer")
+        if self._broken:
+            raise ActorLost(f"the cursor actor (pid {self._actor_pid}) was lost earlier")
+
+    def _open_channel(self) -> Connection:
+        try:
+            self._conn = _connect(self._address, self._timeout)
+        except OSError:
+            # Nobody listens any more: the acquisition is over (released, or its owner
+            # died). A copy cannot tell which, and there is nothing left to call.
+            self._ended = True
+            raise ProviderClosed("the acquisition has ended") from None
+        return self._conn
+
+    def _close_channel(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def release(self) -> None:
+        """Close this handle; on the handle ``acquire`` returned, end the acquisition.
+
+        Idempotent, never raises, and waits (bounded) for the actor to exit.
+        """
+        self.release_within(self._timeout)
+
+    def release_within(self, timeout: float) -> None:
+        """``release``, waiting at most ``timeout`` seconds for the actor to exit."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            conn = self._conn
+            if conn is not None and not self._broken and not self._ended:
+                try:
+                    conn.send_bytes(b"Q")
+                    conn.recv_bytes()
+                except (EOFError, OSError):
+                    pass
+            self._close_channel()
+            popen, self._popen = self._popen, None
+        if popen is not None:
+            _finish_actor(popen, timeout)
+        _handles.discard(self)
+
+    def __enter__(self) -> ReplayProvider:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        conn = getattr(self, "_conn", None)
+        if conn is not None and not self._closed:
+            warnings.warn(
+                f"unreleased ReplayProvider for actor {self._actor_pid}",
+                ResourceWarning,
+                source=self,
+                stacklevel=1,
+            )
+            conn.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "broken" if self._broken else "open"
+        role = "acquirer" if self._popen is not None else "copy"
+        return f"<ReplayProvider {state} {role} actor={self._actor_pid} owner={self._owner_pid}>"
+
+    # -- copies -----------------------------------------------------------------------
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self.closed:
+            raise ProviderClosed("a released provider cannot be passed on")
+        return (
+            _rebuild,
+            (self._address, self._actor_pid, self._owner_pid, self._private, self._timeout),
+        )
+
+    def _disown_after_fork(self) -> None:
+        # In a fork child the channel and the actor's Popen belong to the parent; the
+        # lock may have been held by a thread that does not exist here.
+        self._lock = threading.Lock()
+        # Closing only drops this process's reference: the parent's channel stays open.
+        self._close_channel()
+        self._popen = None
+
+
+def _released_notice(conn: Connection) -> bool:
+    """After a failed exchange: did the actor say goodbye (``Z``) before exiting?"""
+    try:
+        return conn.poll(0) and conn.recv_bytes() == b"Z"
+    except (EOFError, OSError):
+        return False
+
+
+def _rebuild(
+    address: bytes, actor_pid: int, owner_pid: int, private: bool, timeout: float
+) -> ReplayProvider:
+    return ReplayProvider(
+        conn=None,
+        address=address,
+        actor_pid=actor_pid,
+        owner_pid=owner_pid,
+        private=private,
+        timeout=timeout,
+        acquirer=None,
+    )
+
+
+def _finish_actor(popen: subprocess.Popen[bytes], timeout: float) -> None:
+    """Wait for our actor child to exit; kill it (by its PID, ours to kill) if it won't."""
+    try:
+        popen.wait(timeout=min(timeout, 5.0))
+    except subprocess.TimeoutExpired:
+        popen.kill()
+        popen.wait()
+
+
+def acquire(
+    fixture: str | os.PathLike[str],
+    *,
+    owner_pid: int | None = None,
+    private: bool = False,
+    ceilings: Ceilings | None = None,
+    inspection_path: str | os.PathLike[str] | None = None,
+    timeout: float = 30.0,
+) -> ReplayProvider:
+    """Spawn this acquisition's cursor actor, wait until it has loaded ``fixture``.
+
+    Raises ``FixtureError`` (reason and line only) if the fixture is rejected,
+    ``ReplayError`` if the owner is not alive, ``ActorLost`` if the actor does not come
+    up within ``timeout``. Leaves no process behind on failure.
+    """
+    if not timeout > 0:
+        raise ValueError("timeout must be a positive number of seconds")
+    owner = os.getpid() if owner_pid is None else owner_pid
+    create_time = owner_identity(owner)
+    if create_time is None:
+        raise ReplayError(f"the owner process {owner} is not alive")
+    config = ActorConfig(
+        fixture=os.path.abspath(os.fspath(fixture)),
+        owner_pid=owner,
+        owner_create_time=create_time,
+        private=bool(private),
+        ceilings=(DEFAULT_CEILINGS if ceilings is None else ceilings).as_dict(),
+        inspection_path=None if inspection_path is None else os.path.abspath(inspection_path),
+        owner_watch=os.environ.get(_OWNER_WATCH_ENV, "pidfd"),
+    )
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        popen = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+    finally:
+        theirs.close()  # the actor's end lives only in the actor, so its death is EOF
+    reaper.watch(popen)
+    _set_timeouts(ours, timeout)
+    conn = Connection(ours.detach())
+    outcome: bytes | None = None
+    try:
+        conn.send_bytes(msgspec.json.encode(config))
+        outcome = conn.recv_bytes()
+    except (EOFError, OSError):
+        outcome = None
+    if outcome is not None and outcome.startswith(READY):
+        return ReplayProvider(
+            conn=conn,
+            address=outcome[len(READY) :],
+            actor_pid=popen.pid,
+            owner_pid=owner,
+            private=bool(private),
+            timeout=timeout,
+            acquirer=popen,
+        )
+    conn.close()
+    if outcome is None:
+        popen.kill()  # silent or dead: our own child, stopped by its PID
+        popen.wait()
+        raise ActorLost("the cursor actor did not come up in time")
+    _finish_actor(popen, timeout)
+    if outcome.startswith(b"FE"):
+        reason, line = msgspec.json.decode(outcome[2:])
+        raise FixtureError(reason, line)
+    raise ReplayError(outcome[2:].decode("utf-8", "replace"))
