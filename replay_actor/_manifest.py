@@ -1,0 +1,263 @@
+"""The manifest: one configuration grammar for the replay, live and record providers (SPEC §5).
+
+``open_provider(manifest)`` reads a TOML file (or takes the equivalent mapping), checks
+every key, and returns a provider with the same interface whatever the kind::
+
+    [provider] kind = "replay" -> replay_actor._provider.acquire(...)  (cursor actor)
+               kind = "live"   -> LiveProvider(adapter from [provider])
+               kind = "record" -> RecordingProvider(fixture, LiveProvider(from [provider.live]))
+
+Every problem is a ``ManifestError`` whose ``key`` is the dotted path of the offending
+key (``provider.live.model``); values are never echoed (a secret pasted in the wrong
+place must not be printed back). The grammar is documented in docs/manifest.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Final, Protocol
+
+from ._ceilings import Ceilings
+from ._errors import ManifestError
+from ._live import LiveProvider, load_adapter_factory
+from ._request import RequestLike
+
+__all__ = ["Provider", "open_provider"]
+
+KINDS: Final = ("replay", "live", "record")
+_REPLAY_KEYS: Final = frozenset({"kind", "fixture", "data", "inspection", "ceilings", "timeout"})
+_RECORD_KEYS: Final = frozenset({"kind", "fixture", "data", "ceilings", "live"})
+_TOML_LINE: Final = re.compile(r"at line (\d+), column (\d+)")
+
+
+class Provider(Protocol):
+    """What ``open_provider`` returns, whatever the kind."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def complete(self, request: RequestLike) -> dict[str, Any]: ...
+
+    async def acomplete(self, request: RequestLike) -> dict[str, Any]: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+    def release(self) -> None: ...
+
+    def __enter__(self) -> Any: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Any: ...
+
+
+def _type_name(value: object) -> str:
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "float",
+        str: "string",
+        list: "array",
+        dict: "table",
+    }.get(type(value), type(value).__name__)
+
+
+class _Table:
+    """One manifest table being read: typed getters that name the dotted key."""
+
+    def __init__(self, values: Any, path: str) -> None:
+        if not isinstance(values, Mapping):
+            raise ManifestError(f"{path} must be a table, not {_type_name(values)}", key=path)
+        self.values: Mapping[str, Any] = values
+        self.path = path
+
+    def key(self, name: str) -> str:
+        return f"{self.path}.{name}"
+
+    def check_keys(self, allowed: frozenset[str], what: str) -> None:
+        for name in self.values:
+            if name not in allowed:
+                raise ManifestError(
+                    f"unknown key {self.key(str(name))} for {what}", key=self.key(str(name))
+                )
+
+    def string(self, name: str, *, required: bool = False, default: str | None = None) -> Any:
+        if name not in self.values:
+            if required:
+                raise ManifestError(f"{self.key(name)} is required", key=self.key(name))
+            return default
+        value = self.values[name]
+        if type(value) is not str:
+            raise ManifestError(
+                f"{self.key(name)} must be a string, not {_type_name(value)}", key=self.key(name)
+            )
+        return value
+
+    def choice(self, name: str, options: tuple[str, ...], default: str | None = None) -> str:
+        value = self.string(name, required=default is None, default=default)
+        if value not in options:
+            raise ManifestError(
+                f"{self.key(name)} must be one of {', '.join(repr(o) for o in options)}",
+                key=self.key(name),
+            )
+        return str(value)
+
+
+def _read(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    """The manifest's data and the folder its relative paths are relative to."""
+    if isinstance(manifest, Mapping):
+        return manifest, os.getcwd()
+    if not isinstance(manifest, (str, os.PathLike)):
+        raise ManifestError(
+            f"a manifest is a TOML file path or a mapping, not {type(manifest).__name__}"
+        )
+    path = os.path.abspath(os.fspath(manifest))
+    problem: str | None = None
+    data: bytes = b""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        problem = "the manifest file does not exist"
+    except IsADirectoryError:
+        problem = "the manifest path is a directory"
+    except OSError as exc:
+        problem = f"the manifest file cannot be read ({os.strerror(exc.errno or 0)})"
+    if problem is None:
+        try:
+            return tomllib.loads(data.decode("utf-8")), os.path.dirname(path)
+        except UnicodeDecodeError:
+            problem = "the manifest is not valid UTF-8"
+        except tomllib.TOMLDecodeError as exc:
+            found = _TOML_LINE.search(str(exc))
+            where = f" at line {found[1]}, column {found[2]}" if found else ""
+            problem = f"the manifest is not valid TOML{where}"
+    # Raised outside the except blocks: the parser's message may quote the line.
+    raise ManifestError(problem)
+
+
+def _path(table: _Table, name: str, base: str, *, required: bool) -> str | None:
+    value = table.string(name, required=required)
+    if value is None:
+        return None
+    if not value:
+        raise ManifestError(f"{table.key(name)} must not be empty", key=table.key(name))
+    return os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+
+
+def _ceilings(table: _Table) -> dict[str, int]:
+    if "ceilings" not in table.values:
+        return {}
+    ceilings = _Table(table.values["ceilings"], table.key("ceilings"))
+    fields = frozenset(Ceilings.__struct_fields__)
+    ceilings.check_keys(fields, "ceilings")
+    overrides: dict[str, int] = {}
+    for name, value in ceilings.values.items():
+        if type(value) is not int:
+            raise ManifestError(
+                f"{ceilings.key(name)} must be an integer, not {_type_name(value)}",
+                key=ceilings.key(name),
+            )
+        overrides[name] = value
+    problem: str | None = None
+    try:
+        Ceilings(**overrides)
+    except ValueError as exc:
+        problem = str(exc)
+    if problem is not None:
+        bad = next((n for n in overrides if f"Ceilings.{n} " in problem), None)
+        key = ceilings.key(bad) if bad else ceilings.path
+        raise ManifestError(f"{key}: {problem.removeprefix(f'Ceilings.{bad} ')}", key=key)
+    return overrides
+
+
+def _private(table: _Table) -> bool:
+    return table.choice("data", ("normal", "private"), default="normal") == "private"
+
+
+def _live(table: _Table, adapter_keys: Mapping[str, Any]) -> LiveProvider:
+    """A live provider from the adapter table (``[provider]`` minus ``kind``, or
+    ``[provider.live]``)."""
+    name = table.string("adapter", required=True)
+    table.string("model", required=True)
+    config = {k: v for k, v in adapter_keys.items() if k != "adapter"}
+    try:
+        factory = load_adapter_factory(name)
+        adapter = factory(config)
+    except ManifestError as exc:
+        relative, message = exc.key, str(exc)
+    else:
+        return LiveProvider(adapter, adapter_name=name, model=str(config["model"]))
+    # Adapters name keys relative to their table; the manifest names them in full.
+    key = table.key(relative) if relative else table.path
+    if relative and message.startswith(relative + " "):
+        message = key + message[len(relative) :]
+    else:
+        message = f"{key}: {message}"
+    raise ManifestError(message, key=key)
+
+
+def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provider:
+    """Open the provider a manifest describes (a TOML file path, or the same mapping).
+
+    Relative paths are relative to the manifest file's folder (a mapping's: the current
+    directory). Raises ``ManifestError`` naming the offending key; the replay kind may
+    also raise ``FixtureError`` (the fixture is rejected), the record kind ``FixtureError``
+    or ``ReplayError`` (the fixture is being recorded by another provider).
+    """
+    data, base = _read(manifest)
+    for name in data:
+        if name != "provider":
+            raise ManifestError(f"unknown top-level key {name}", key=str(name))
+    if "provider" not in data:
+        raise ManifestError("the manifest has no [provider] table", key="provider")
+    provider = _Table(data["provider"], "provider")
+    kind = provider.choice("kind", KINDS)
+    if kind == "live":
+        # Every key but kind belongs to the adapter, which checks them itself.
+        rest = {k: v for k, v in provider.values.items() if k != "kind"}
+        return _live(provider, rest)
+    if kind == "record":
+        provider.check_keys(_RECORD_KEYS, 'kind = "record"')
+        fixture = _path(provider, "fixture", base, required=True)
+        private = _private(provider)
+        overrides = _ceilings(provider)
+        if "live" not in provider.values:
+            raise ManifestError("provider.live is required", key="provider.live")
+        live_table = _Table(provider.values["live"], "provider.live")
+        live = _live(live_table, live_table.values)
+        from ._record import RecordingProvider
+
+        assert fixture is not None
+        return RecordingProvider(fixture, live, private=private, ceilings=Ceilings(**overrides))
+    provider.check_keys(_REPLAY_KEYS, 'kind = "replay"')
+    fixture = _path(provider, "fixture", base, required=True)
+    private = _private(provider)
+    inspection = _path(provider, "inspection", base, required=False)
+    overrides = _ceilings(provider)
+    extra: dict[str, Any] = {}
+    if "timeout" in provider.values:
+        timeout = provider.values["timeout"]
+        if type(timeout) not in (int, float) or not 0 < timeout < float("inf"):
+            raise ManifestError(
+                "provider.timeout must be a positive number of seconds", key="provider.timeout"
+            )
+        extra["timeout"] = float(timeout)
+    from ._provider import acquire
+
+    assert fixture is not None
+    provider_handle: Provider = acquire(
+        fixture,
+        private=private,
+        ceilings=Ceilings(**overrides),
+        inspection_path=inspection,
+        **extra,
+    )
+    return provider_handle
