@@ -1,0 +1,88 @@
+"""Process hygiene for tests that start processes: nothing may outlive a test."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+
+def is_gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (a zombie not ours to reap counts as gone)."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() != psutil.STATUS_ZOMBIE:
+            return False
+        return proc.ppid() != os.getpid()
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_gone(pid: int, within: float = 10.0) -> bool:
+    """Wait (bounded) until ``pid`` is gone; True if it went."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if is_gone(pid):
+            return True
+        time.sleep(0.01)
+    return is_gone(pid)
+
+
+_LONG_LIVED = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+def _infrastructure(pid: int) -> bool:
+    """multiprocessing's own helpers live as long as the test session, by design."""
+    try:
+        cmdline = " ".join(psutil.Process(pid).cmdline())
+    except psutil.Error:
+        return False
+    return any(name in cmdline for name in _LONG_LIVED)
+
+
+def actor_pids() -> set[int]:
+    """PIDs of every cursor actor on the machine started by this checkout's code."""
+    found = set()
+    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
+        cmdline = proc.info.get("cmdline") or []
+        if proc.info.get("status") == psutil.STATUS_ZOMBIE:
+            continue
+        if any("replay_actor._actor import main" in part for part in cmdline):
+            found.add(proc.info["pid"])
+    return found
+
+
+@pytest.fixture
+def no_leaks() -> Iterator[None]:
+    """Assert that no child process and no new actor outlived the test."""
+    me = psutil.Process()
+    before_children = {c.pid for c in me.children(recursive=True)}
+    before_actors = actor_pids()
+    yield
+    deadline = time.monotonic() + 10.0
+    leaked: set[int] = set()
+    while time.monotonic() < deadline:
+        children = {c.pid for c in me.children(recursive=True)} - before_children
+        leaked = {pid for pid in children if not is_gone(pid) and not _infrastructure(pid)}
+        leaked |= {pid for pid in actor_pids() - before_actors if not is_gone(pid)}
+        # Zombies of ours must be reaped too: the reaper thread does it on its own.
+        zombies = set()
+        for pid in children:
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    zombies.add(pid)
+            except psutil.NoSuchProcess:
+                pass
+        leaked |= zombies
+        if not leaked:
+            return
+        time.sleep(0.02)
+    for pid in leaked:  # stop only what this test started, by PID, then fail
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+    pytest.fail(f"processes outlived the test: {sorted(leaked)}")
