@@ -19,7 +19,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, Self
 
 from ._ceilings import Ceilings
 from ._errors import ManifestError
@@ -48,7 +48,7 @@ class Provider(Protocol):
 
     def release(self) -> None: ...
 
-    def __enter__(self) -> Any: ...
+    def __enter__(self) -> Self: ...
 
     def __exit__(
         self,
