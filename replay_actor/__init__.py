@@ -20,6 +20,7 @@ from ._errors import (
     SequenceExhausted,
 )
 from ._fixture import FixtureSet, load_fixture
+from ._manifest import open_provider
 from ._provider import ReplayProvider, acquire
 from ._request import Message, Request, Tool, ToolCall, request_hash
 from ._supervisor import Supervisor
@@ -48,5 +49,6 @@ __all__ = [
     "acquire",
     "canonical_json",
     "load_fixture",
+    "open_provider",
     "request_hash",
 ]

@@ -1,0 +1,72 @@
+"""The public API is exactly what ``__all__`` lists, and every name is importable."""
+
+from __future__ import annotations
+
+import replay_actor
+
+EXPECTED = {
+    "ActorLost",
+    "Ceilings",
+    "FixtureError",
+    "FixtureSet",
+    "LiveProviderError",
+    "ManifestError",
+    "Message",
+    "ProviderClosed",
+    "ReplayError",
+    "ReplayMiss",
+    "ReplayProvider",
+    "Request",
+    "RequestError",
+    "SequenceExhausted",
+    "Supervisor",
+    "Tool",
+    "ToolCall",
+    "__version__",
+    "acquire",
+    "canonical_json",
+    "load_fixture",
+    "open_provider",
+    "request_hash",
+}
+
+
+def test_all_is_pinned() -> None:
+    assert set(replay_actor.__all__) == EXPECTED
+    assert len(replay_actor.__all__) == len(EXPECTED)
+
+
+def test_every_exported_name_resolves_and_is_public() -> None:
+    for name in replay_actor.__all__:
+        value = getattr(replay_actor, name)
+        module = getattr(value, "__module__", "replay_actor")
+        assert module.startswith("replay_actor"), name
+
+
+def test_exception_tree() -> None:
+    from replay_actor import (
+        ActorLost,
+        FixtureError,
+        LiveProviderError,
+        ManifestError,
+        ProviderClosed,
+        ReplayError,
+        ReplayMiss,
+        RequestError,
+        SequenceExhausted,
+    )
+
+    for exc in (
+        FixtureError,
+        RequestError,
+        ReplayMiss,
+        SequenceExhausted,
+        ProviderClosed,
+        ActorLost,
+        ManifestError,
+        LiveProviderError,
+    ):
+        assert issubclass(exc, ReplayError)
+    assert issubclass(RequestError, ValueError)
+    assert not issubclass(ProviderClosed, ActorLost)
+    assert not issubclass(ActorLost, ProviderClosed)
