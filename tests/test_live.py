@@ -501,3 +501,36 @@ def test_missing_httpx_is_a_clear_manifest_error(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(ManifestError, match=r"replay-actor\[live\]") as caught:
         open_provider({"provider": {"kind": "live", "adapter": "openai", "model": "m"}})
     assert caught.value.key == "provider.adapter"
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Retry-After": "3"}, 3.0),
+        ({"Retry-After": "3600"}, 5.0),  # capped at retry_max_wait
+        ({"retry-after-ms": "250"}, 0.25),
+        ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past
+        ({"Retry-After": "Fri, 01 Jan 9999 00:00:00 GMT"}, 5.0),  # far future: capped
+    ],
+)
+def test_retry_after_is_honoured_within_the_cap(headers: dict[str, str], expected: float) -> None:
+    import httpx
+
+    adapter = OpenAIAdapter({"model": "m", "retry_max_wait": 5.0, "retry_backoff": 100.0})
+    try:
+        response = httpx.Response(429, headers=headers)
+        assert adapter._delay(0, response) == pytest.approx(expected)
+        # Without the header: exponential backoff, jittered, under the same cap.
+        assert adapter._delay(3, httpx.Response(503)) == 5.0
+    finally:
+        adapter.close()
+
+
+def test_backoff_doubles_and_is_jittered() -> None:
+    adapter = OpenAIAdapter({"model": "m", "retry_backoff": 1.0, "retry_max_wait": 100.0})
+    try:
+        for attempt in range(4):
+            delay = adapter._delay(attempt, None)
+            assert 0.5 * 2**attempt <= delay <= 2**attempt
+    finally:
+        adapter.close()
