@@ -1,0 +1,16 @@
+"""replay-actor's benchmarks (SPEC §7): ``python -m benchmarks`` or ``make bench``.
+
+Every target is a ratio taken within one run: ours and its reference are measured
+interleaved (rotating order, after a warm-up, several repetitions), so the noise of a
+shared machine lands on both sides. Modules, one concern each:
+
+- ``timing``    -- interleaved repetitions, medians and spread, the result rows
+- ``workload``  -- the realistic request, cached fixtures and VCR.py cassettes
+- ``procs``     -- the bare reference children (echo, no-op, owner) and their reaping
+- ``calls``     -- P1, P2 (and the size series), P4, P8
+- ``vcr_peer``  -- P3, VCR.py playback in a child process under a time budget
+- ``lifecycle`` -- P5 acquire -> ready, P7 owner SIGKILL -> actor gone, idle CPU
+- ``loading``   -- P6 fixture load throughput
+- ``concurrency`` -- P9 threads, processes, asyncio tasks
+- ``report``    -- the table, ``results/latest.json``, ``docs/benchmarks.md`` and the plot
+"""

@@ -1,0 +1,130 @@
+"""``python -m benchmarks [--quick] [--only P1,P3,...]``: run SPEC §7's benchmarks.
+
+A full run prints the table, writes ``benchmarks/results/latest.json`` and rewrites
+``docs/benchmarks.md`` and ``docs/benchmarks.png``. ``--quick`` (a smoke run) and
+``--only`` (a subset) print the table and write their raw results to the cache
+directory instead, so that the published numbers always come from one full run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from . import calls, concurrency, lifecycle, loading, report, vcr_peer
+from .procs import stop_resource_tracker
+from .timing import Config, Row
+from .workload import cache_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results" / "latest.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+PLOT = ROOT / "docs" / "benchmarks.png"
+
+
+def _leftover_children() -> list[psutil.Process]:
+    me = psutil.Process()
+    alive = []
+    for child in me.children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                alive.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a fast smoke run")
+    parser.add_argument(
+        "--only", default="", help="comma-separated sections: P1 P2 P3 P4 P5 P6 P7 P8 P9"
+    )
+    args = parser.parse_args(argv)
+    cfg = Config(quick=args.quick)
+    only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
+    started = time.perf_counter()
+    rows: list[Row] = []
+    extra: dict[str, Any] = {}
+    errors: list[str] = []
+
+    def calls_section() -> list[Row]:
+        found, extra["calls"] = calls.run_calls(cfg)
+        return found
+
+    def vcr_section() -> list[Row]:
+        found, extra["vcr"] = vcr_peer.run_vcr(cfg)
+        return found
+
+    sections: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
+        ({"P1", "P2", "P8"}, "per-call cost and memory (P1, P2, P8)", calls_section),
+        ({"P4"}, "request hashing (P4)", lambda: calls.run_hashing(cfg)),
+        ({"P3"}, "VCR.py playback (P3)", vcr_section),
+        ({"P5"}, "acquire -> ready (P5)", lambda: lifecycle.run_acquire(cfg)),
+        ({"P7"}, "owner death and idle CPU (P7)", lambda: lifecycle.run_owner_death(cfg)),
+        ({"P6"}, "fixture load (P6)", lambda: loading.run_loading(cfg)),
+        ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
+    ]
+    try:
+        for ids, title, run in sections:
+            if only and not ids & only:
+                continue
+            t0 = time.perf_counter()
+            print(f"-- {title} ...", flush=True)
+            try:
+                rows.extend(run())
+            except Exception:
+                errors.append(f"{title}: {traceback.format_exc()}")
+                print(errors[-1], file=sys.stderr, flush=True)
+            print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
+    finally:
+        stop_resource_tracker()
+    rows.sort(key=lambda r: (int(r.id[1]), r.id))
+    duration = time.perf_counter() - started
+    leftovers = _leftover_children()
+    for child in leftovers:
+        errors.append(f"a child process was left running: pid {child.pid}")
+        child.kill()  # ours (a child of this process), stopped by its PID
+        child.wait(5)
+
+    print()
+    print(report.console_table(rows))
+    print(f"\n{'quick ' if cfg.quick else ''}run took {duration:.0f} s")
+    info = report.machine()
+    payload = {
+        "machine": info,
+        "quick": cfg.quick,
+        "only": sorted(only),
+        "duration_s": duration,
+        "errors": errors,
+        **extra,
+    }
+    full = not cfg.quick and not only and not errors
+    target = RESULTS if full else cache_dir() / "partial.json"
+    report.write_json(target, payload, rows)
+    print(f"raw results: {target}")
+    if full:
+        report.write_docs(
+            DOCS,
+            PLOT,
+            rows=rows,
+            calls=extra.get("calls"),
+            vcr_points=extra.get("vcr"),
+            info=info,
+            duration=duration,
+        )
+        print(f"rewrote {DOCS.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+    for error in errors:
+        print(f"error: {error.splitlines()[0]}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

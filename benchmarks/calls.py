@@ -1,0 +1,186 @@
+"""Per-call cost: P1 (vs the floor), P2 and the size series, P4 (hashing), P8 (memory).
+
+P1/P2/P8 share one set of acquisitions, one per fixture size, all held at once and
+measured in the same interleaved rounds as the floor's two parts (local
+``request_hash``; a bare ``multiprocessing.Pipe`` echo of 100 bytes to a spawned child).
+The floor of a round is the sum of its two parts measured in that round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+import msgspec
+import psutil
+import rfc8785
+
+from replay_actor import acquire, request_hash
+from replay_actor._request import canonical_request
+
+from .procs import EchoPeer, baseline_rss, child_env
+from .timing import Config, Row, Stats, interleave, per_call
+from .workload import fixture, realistic_request
+
+__all__ = ["SIZES", "run_calls", "run_hashing"]
+
+SIZES = (100, 1_000, 10_000, 100_000)
+
+
+def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
+    """P1, P2, P8 and the replay-actor side of the plot's series."""
+    req = realistic_request()
+    calls = cfg.pick(300, 100)
+    reps = cfg.pick(21, 5)
+    paths = {n: fixture(n) for n in SIZES}
+    providers = {}
+    echo = EchoPeer()
+    try:
+        for n, path in paths.items():
+            providers[n] = acquire(path, timeout=120.0)
+        sides = {
+            f"ours@{n}": per_call(lambda p=p: p.complete(req), calls)  # type: ignore[misc]
+            for n, p in providers.items()
+        }
+        sides["request_hash"] = per_call(lambda: request_hash(req), calls)
+        sides["pipe_echo"] = per_call(echo.round_trip, calls)
+        samples = interleave(sides, reps=reps, warmup=2)
+        largest = providers[SIZES[-1]]
+        actor_rss = int(psutil.Process(largest.actor_pid).memory_info().rss)
+    finally:
+        for provider in providers.values():
+            provider.release()
+        echo.close()
+    base_rss = baseline_rss(child_env())
+    file_bytes = paths[SIZES[-1]].stat().st_size
+
+    floor = [h + e for h, e in zip(samples["request_hash"], samples["pipe_echo"], strict=True)]
+    big = Stats.of(samples[f"ours@{SIZES[-1]}"])
+    small = Stats.of(samples[f"ours@{SIZES[0]}"])
+    floor_stats = Stats.of(floor)
+    hash_stats = Stats.of(samples["request_hash"])
+    echo_stats = Stats.of(samples["pipe_echo"])
+    rows = [
+        Row(
+            id="P1",
+            what="complete(), realistic request, 100k-entry fixture",
+            unit="us",
+            ours=big,
+            reference=floor_stats,
+            reference_name=(
+                f"floor: request_hash {hash_stats.median * 1e6:.1f} us"
+                f" + Pipe echo {echo_stats.median * 1e6:.1f} us"
+            ),
+            ratio=big.median / floor_stats.median,
+            ratio_means="ours / floor",
+            op="<=",
+            bound=1.25,
+            extra={"request_hash": hash_stats, "pipe_echo": echo_stats},
+        ),
+        Row(
+            id="P2",
+            what="complete() at 100k entries vs at 100 entries",
+            unit="us",
+            ours=big,
+            reference=small,
+            reference_name="ours at 100 entries",
+            ratio=big.median / small.median,
+            ratio_means="100k / 100",
+            op="<=",
+            bound=1.2,
+        ),
+        Row(
+            id="P8",
+            what="actor RSS after loading the 100k-entry fixture",
+            unit="MB",
+            ours=Stats.of([actor_rss / 1e6]),
+            reference=Stats.of([base_rss / 1e6]),
+            reference_name=(
+                f"bare interpreter + import replay_actor; fixture {file_bytes / 1e6:.1f} MB"
+            ),
+            ratio=(actor_rss - base_rss) / file_bytes,
+            ratio_means="(actor - baseline) / file size",
+            op="<=",
+            bound=1.5,
+        ),
+    ]
+    series = {
+        "sizes": list(SIZES),
+        "ours": {str(n): Stats.of(samples[f"ours@{n}"]) for n in SIZES},
+        "floor": floor_stats,
+        "calls_per_batch": calls,
+        "reps": reps,
+    }
+    return rows, series
+
+
+def run_hashing(cfg: Config) -> list[Row]:
+    """P4: request_hash vs msgspec sorted encode + sha256, and vs rfc8785 + sha256."""
+    req = realistic_request()
+    # The realistic request holds no field equal to its default, so normalising it is
+    # the identity; checked here so the comparison below is of the same value.
+    plain = msgspec.json.decode(canonical_request(req))
+    if plain != req:
+        raise AssertionError("the realistic request is not already normalised")
+    ours_bytes = canonical_request(req)
+    reference_bytes = rfc8785.dumps(req)
+    identical = ours_bytes == reference_bytes
+    if not identical:
+        raise AssertionError("canonical bytes differ from rfc8785.dumps")
+
+    def msgspec_hash() -> str:
+        return "sha256:" + hashlib.sha256(msgspec.json.encode(req, order="sorted")).hexdigest()
+
+    def rfc_hash() -> str:
+        return "sha256:" + hashlib.sha256(rfc8785.dumps(req)).hexdigest()
+
+    if rfc_hash() != request_hash(req):
+        raise AssertionError("request_hash differs from the rfc8785 hash")
+    calls = cfg.pick(300, 100)
+    reps = cfg.pick(15, 5)
+    start = time.perf_counter()
+    rfc_hash()
+    rfc_calls = max(3, min(calls, int(0.05 / max(time.perf_counter() - start, 1e-6))))
+    samples = interleave(
+        {
+            "ours": per_call(lambda: request_hash(req), calls),
+            "msgspec": per_call(msgspec_hash, calls),
+            "rfc8785": per_call(rfc_hash, rfc_calls),
+        },
+        reps=reps,
+        warmup=1,
+    )
+    ours = Stats.of(samples["ours"])
+    fast = Stats.of(samples["msgspec"])
+    slow = Stats.of(samples["rfc8785"])
+    size = len(ours_bytes)
+    return [
+        Row(
+            id="P4a",
+            what=f"request_hash, realistic request ({size / 1000:.1f} KB canonical)",
+            unit="us",
+            ours=ours,
+            reference=fast,
+            reference_name="msgspec sorted encode + sha256",
+            ratio=ours.median / fast.median,
+            ratio_means="ours / msgspec",
+            op="<=",
+            bound=2.0,
+        ),
+        Row(
+            id="P4b",
+            what="request_hash vs the rfc8785 package (byte-identical: "
+            + ("yes" if identical else "NO")
+            + ")",
+            unit="us",
+            ours=ours,
+            reference=slow,
+            reference_name="rfc8785.dumps + sha256",
+            ratio=slow.median / ours.median,
+            ratio_means="speed-up (rfc8785 / ours)",
+            op=">=",
+            bound=10.0,
+            extra={"byte_identical": identical},
+        ),
+    ]

@@ -1,0 +1,209 @@
+"""P9: concurrency. Threads sharing one handle, evaluations in their own processes, and
+asyncio tasks on ``acomplete``.
+
+- threads: 8 threads on one handle, started together on a barrier, vs one thread making
+  the same number of calls; throughput ratio.
+- processes: 4 worker processes (``python -m benchmarks.concurrency FIXTURE CALLS``),
+  each with its own acquisition, told to go together; aggregate throughput is all calls
+  over (last end - first start), against one of the same workers going alone.
+- asyncio: 400 tasks gathered on ``acomplete`` vs 400 sequential ``complete`` calls,
+  reported only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+
+from replay_actor import acquire
+
+from .procs import child_env, stop
+from .timing import Config, Row, Stats, interleave, per_call
+from .workload import fixture, realistic_request
+
+__all__ = ["run_concurrency"]
+
+_THREADS = 8
+_PROCESSES = 4
+_TASKS = 400
+
+
+def _worker_main(path: str, calls: int) -> None:
+    """One evaluation in its own process: acquire, then run ``calls`` calls per ``go``."""
+    req = realistic_request()
+    with acquire(path) as provider:
+        for _ in range(50):
+            provider.complete(req)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            if line.strip() != "go":
+                break
+            start = time.perf_counter()
+            for _ in range(calls):
+                provider.complete(req)
+            print(f"{start:.9f} {time.perf_counter():.9f}", flush=True)
+
+
+class _Worker:
+    def __init__(self, path: str, calls: int) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.concurrency", path, str(calls)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=child_env(),
+        )
+
+    def _read(self) -> str:
+        assert self.popen.stdout is not None
+        line = self.popen.stdout.readline().decode().strip()
+        if not line:
+            raise RuntimeError("a P9 worker process ended early")
+        return line
+
+    def wait_ready(self) -> None:
+        if self._read() != "ready":
+            raise RuntimeError("a P9 worker did not start")
+
+    def go(self) -> None:
+        assert self.popen.stdin is not None
+        self.popen.stdin.write(b"go\n")
+        self.popen.stdin.flush()
+
+    def span(self) -> tuple[float, float]:
+        start, end = self._read().split()
+        return float(start), float(end)
+
+    def close(self) -> None:
+        if self.popen.stdin is not None:
+            self.popen.stdin.close()  # EOF: the worker releases and exits
+        try:
+            self.popen.wait(10.0)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.popen.stdout is not None:
+            self.popen.stdout.close()
+        stop(self.popen)
+
+
+def _threads_row(cfg: Config, path: str) -> Row:
+    req = realistic_request()
+    calls = cfg.pick(1600, 400)
+    with acquire(path) as provider:
+
+        def spread() -> float:
+            barrier = threading.Barrier(_THREADS + 1)
+
+            def run() -> None:
+                barrier.wait()
+                for _ in range(calls // _THREADS):
+                    provider.complete(req)
+
+            threads = [threading.Thread(target=run) for _ in range(_THREADS)]
+            for t in threads:
+                t.start()
+            barrier.wait()
+            start = time.perf_counter()
+            for t in threads:
+                t.join()
+            return (time.perf_counter() - start) / calls
+
+        samples = interleave(
+            {"one": per_call(lambda: provider.complete(req), calls), "eight": spread},
+            reps=cfg.pick(9, 3),
+        )
+    one, eight = Stats.of(samples["one"]), Stats.of(samples["eight"])
+    return Row(
+        id="P9a",
+        what=f"{_THREADS} threads on one handle vs one thread (time per call)",
+        unit="us",
+        ours=eight,
+        reference=one,
+        reference_name="one thread, same handle",
+        ratio=one.median / eight.median,
+        ratio_means="throughput, 8 threads / 1",
+        op=">=",
+        bound=1.0,
+    )
+
+
+def _processes_row(cfg: Config, path: str) -> Row:
+    calls = cfg.pick(2000, 500)
+    workers = [_Worker(path, calls) for _ in range(_PROCESSES)]
+    try:
+        for w in workers:
+            w.wait_ready()
+
+        def alone() -> float:
+            workers[0].go()
+            start, end = workers[0].span()
+            return (end - start) / calls
+
+        def together() -> float:
+            for w in workers:
+                w.go()
+            spans = [w.span() for w in workers]
+            first = min(s for s, _ in spans)
+            last = max(e for _, e in spans)
+            return (last - first) / (calls * len(workers))
+
+        samples = interleave({"one": alone, "four": together}, reps=cfg.pick(7, 2))
+    finally:
+        for w in workers:
+            w.close()
+    one, four = Stats.of(samples["one"]), Stats.of(samples["four"])
+    return Row(
+        id="P9b",
+        what=f"{_PROCESSES} concurrent evaluations (own processes + actors) vs one",
+        unit="us",
+        ours=four,
+        reference=one,
+        reference_name="one evaluation alone (time per call)",
+        ratio=one.median / four.median,
+        ratio_means="aggregate throughput, 4 / 1",
+        op=">=",
+        bound=1.5,
+    )
+
+
+def _asyncio_row(cfg: Config, path: str) -> Row:
+    req = realistic_request()
+    with acquire(path) as provider:
+
+        async def gather() -> None:
+            await asyncio.gather(*(provider.acomplete(req) for _ in range(_TASKS)))
+
+        def tasks() -> float:
+            start = time.perf_counter()
+            asyncio.run(gather())
+            return (time.perf_counter() - start) / _TASKS
+
+        samples = interleave(
+            {"seq": per_call(lambda: provider.complete(req), _TASKS), "tasks": tasks},
+            reps=cfg.pick(9, 3),
+        )
+    seq, par = Stats.of(samples["seq"]), Stats.of(samples["tasks"])
+    return Row(
+        id="P9c",
+        what=f"{_TASKS} asyncio tasks via acomplete() on one handle (time per call)",
+        unit="us",
+        ours=par,
+        reference=seq,
+        reference_name="sequential complete(), same handle",
+        ratio=seq.median / par.median,
+        ratio_means="throughput, tasks / sequential",
+        op="",
+        bound=None,
+    )
+
+
+def run_concurrency(cfg: Config) -> list[Row]:
+    path = str(fixture(1_000))
+    return [_threads_row(cfg, path), _processes_row(cfg, path), _asyncio_row(cfg, path)]
+
+
+if __name__ == "__main__":
+    _worker_main(sys.argv[1], int(sys.argv[2]))

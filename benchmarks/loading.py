@@ -1,0 +1,62 @@
+"""P6: fixture load throughput vs raw ``msgspec.json.decode`` of every line.
+
+Both sides read the same 100k-line file from disk each time (reading included) and are
+measured interleaved. The reference does no validation at all: it is the floor for
+"parse each line once".
+"""
+
+from __future__ import annotations
+
+import time
+
+import msgspec
+
+from replay_actor import load_fixture
+
+from .timing import Config, Row, Stats, interleave
+from .workload import fixture
+
+__all__ = ["run_loading"]
+
+
+def run_loading(cfg: Config) -> list[Row]:
+    path = fixture(100_000)
+    size = path.stat().st_size
+    decode = msgspec.json.decode
+
+    def ours() -> float:
+        start = time.perf_counter()
+        loaded = load_fixture(path)
+        elapsed = time.perf_counter() - start
+        assert len(loaded) == 100_000
+        return elapsed
+
+    def raw() -> float:
+        start = time.perf_counter()
+        with open(path, "rb") as f:
+            data = f.read()
+        for line in data.splitlines():
+            decode(line)
+        return time.perf_counter() - start
+
+    samples = interleave({"ours": ours, "raw": raw}, reps=cfg.pick(7, 2), warmup=1)
+    mine = Stats.of(samples["ours"])
+    floor = Stats.of(samples["raw"])
+    return [
+        Row(
+            id="P6",
+            what=(
+                f"fixture load, 100k lines ({size / 1e6:.1f} MB):"
+                f" {size / 1e6 / mine.median:.0f} MB/s"
+                f" vs {size / 1e6 / floor.median:.0f} MB/s"
+            ),
+            unit="s",
+            ours=mine,
+            reference=floor,
+            reference_name="read + msgspec.json.decode per line",
+            ratio=floor.median / mine.median,
+            ratio_means="throughput share (raw time / ours)",
+            op=">=",
+            bound=0.5,
+        )
+    ]

@@ -1,0 +1,181 @@
+"""The reference children and the discipline for every process a benchmark starts.
+
+Each child is ours, stopped by its PID and reaped (``stop``); nothing is killed by name.
+
+- ``EchoPeer``: a ``multiprocessing.Pipe`` echo child started through a *spawn* context
+  (a fresh interpreter, as the actor is): the floor of one request/reply round trip.
+- ``bare_child_ready``: a no-op interpreter started exactly as ``acquire`` starts the
+  actor (``subprocess.Popen``, same environment, a passed socket fd) that signals ready:
+  the floor of acquire -> ready.
+- ``Owner``: a small process that stays alive until killed, to own an acquisition.
+- ``baseline_rss``: the RSS of a bare interpreter that has imported replay_actor.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Final
+
+import psutil
+
+import replay_actor
+
+__all__ = [
+    "EchoPeer",
+    "Owner",
+    "bare_child_ready",
+    "baseline_rss",
+    "child_env",
+    "stop",
+    "stop_resource_tracker",
+    "wait_exit",
+]
+
+_PACKAGE_ROOT: Final = str(Path(replay_actor.__file__).resolve().parent.parent)
+_ECHO_BYTES: Final = b"x" * 100
+_NOOP: Final = "import os, sys; os.write(int(sys.argv[1]), b'OK')"
+
+
+def child_env() -> dict[str, str]:
+    """The environment ``acquire`` gives the actor (PYTHONPATH reaching the package)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def stop(popen: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    """End our child by its PID (if it is still running) and reap it."""
+    if popen.poll() is None:
+        popen.kill()
+    popen.wait(timeout)
+
+
+def _echo(conn: Connection) -> None:
+    """The echo child's body: return every message until the parent closes the pipe."""
+    try:
+        while True:
+            conn.send_bytes(conn.recv_bytes())
+    except EOFError:
+        pass
+
+
+class EchoPeer:
+    """A spawned child echoing over a ``multiprocessing.Pipe``."""
+
+    def __init__(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, theirs = ctx.Pipe()
+        self._proc = ctx.Process(target=_echo, args=(theirs,), daemon=True)
+        self._proc.start()
+        theirs.close()
+        self.round_trip()
+
+    def round_trip(self) -> bytes:
+        self._conn.send_bytes(_ECHO_BYTES)
+        return self._conn.recv_bytes()
+
+    def close(self) -> None:
+        self._conn.close()  # EOF: the child returns
+        self._proc.join(5.0)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+        self._proc.close()
+
+
+def stop_resource_tracker() -> None:
+    """Stop multiprocessing's resource tracker, which a spawn context starts."""
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    stop_fn = getattr(tracker, "_stop", None)
+    if callable(stop_fn):
+        stop_fn()
+
+
+def bare_child_ready(env: dict[str, str], timeout: float = 30.0) -> float:
+    """Start a no-op interpreter as ``acquire`` starts the actor; seconds until ready."""
+    start = time.perf_counter()
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        popen = subprocess.Popen(
+            [sys.executable, "-c", _NOOP, str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+    finally:
+        theirs.close()
+    try:
+        ours.settimeout(timeout)
+        ready = ours.recv(2)
+        elapsed = time.perf_counter() - start
+    finally:
+        ours.close()
+        stop(popen)
+    if ready != b"OK":
+        raise RuntimeError("the bare child did not signal ready")
+    return elapsed
+
+
+class Owner:
+    """A process that stays alive (blocked reading its stdin) until it is killed."""
+
+    def __init__(self) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, "-S", "-c", "import sys; sys.stdin.read()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.pid = self.popen.pid
+        # acquire() checks the owner's identity (create time): let it exist first.
+        psutil.Process(self.pid).create_time()
+
+    def close(self) -> None:
+        if self.popen.stdin is not None:
+            self.popen.stdin.close()
+        stop(self.popen)
+
+
+def wait_exit(pidfd: int, timeout: float) -> bool:
+    """Block until the process behind ``pidfd`` has exited; False on timeout."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
+
+
+def baseline_rss(env: dict[str, str]) -> int:
+    """RSS of a bare interpreter that imported replay_actor (started as the actor is)."""
+    popen = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, replay_actor; print('ready', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        assert popen.stdout is not None
+        if popen.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the baseline interpreter did not start")
+        return int(psutil.Process(popen.pid).memory_info().rss)
+    finally:
+        if popen.stdin is not None:
+            popen.stdin.close()
+        if popen.stdout is not None:
+            popen.stdout.close()
+        stop(popen)

@@ -1,0 +1,274 @@
+"""Presenting a run: the console table, ``results/latest.json``, ``docs/benchmarks.md``
+and ``docs/benchmarks.png`` (per-call latency against fixture size, log-log)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import sys
+from dataclasses import asdict, is_dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .analysis import ANALYSIS, METHOD
+from .timing import Row, Stats
+
+__all__ = ["console_table", "machine", "write_docs", "write_json"]
+
+_SCALE = {"us": 1e6, "ms": 1e3, "s": 1.0, "MB": 1.0}
+
+
+def _fmt(value: float, unit: str) -> str:
+    scaled = value * _SCALE.get(unit, 1.0)
+    if scaled >= 100:
+        return f"{scaled:.0f}"
+    if scaled >= 10:
+        return f"{scaled:.1f}"
+    return f"{scaled:.2f}"
+
+
+def _cell(stats: Stats | None, unit: str, *, spread: bool) -> str:
+    if stats is None:
+        return "—"
+    text = f"{_fmt(stats.median, unit)} {unit}"
+    if spread and stats.n > 1:
+        text += f" [{_fmt(stats.q1, unit)}, {_fmt(stats.q3, unit)}]"
+    return text
+
+
+def _ratio(row: Row) -> str:
+    if row.ratio is None:
+        return "—"
+    return f"{row.ratio:.3g}" if row.ratio < 1000 else f"{row.ratio:,.0f}"
+
+
+def _status(row: Row) -> str:
+    met = row.met
+    if met is None:
+        return "report" if row.op == "" else "n/a"
+    return "met" if met else "MISSED"
+
+
+def console_table(rows: list[Row]) -> str:
+    head = ("id", "ours (median [IQR])", "reference", "ratio", "ratio is", "target", "status")
+    body = [
+        (
+            r.id,
+            _cell(r.ours, r.unit, spread=True),
+            _cell(r.reference, r.unit, spread=False),
+            _ratio(r),
+            r.ratio_means,
+            r.target,
+            _status(r),
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in [head]]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in body]
+    return "\n".join(lines)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "implementation": platform.python_implementation(),
+        "msgspec": _version("msgspec"),
+        "psutil": _version("psutil"),
+        "vcrpy": _version("vcrpy"),
+        "rfc8785": _version("rfc8785"),
+        "replay_actor": _version("replay-actor"),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: _plain(v) for k, v in asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    data: dict[str, Any] = _plain(row)
+    data["target"] = row.target
+    data["met"] = row.met
+    return data
+
+
+def write_json(path: Path, payload: dict[str, Any], rows: list[Row]) -> None:
+    data = dict(payload)
+    data["rows"] = [_row_json(r) for r in rows]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_plain(data), indent=2, allow_nan=False) + "\n")
+    os.replace(tmp, path)
+
+
+def _plot(path: Path, calls: dict[str, Any], vcr_points: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+    sizes = calls["sizes"]
+    ours = [calls["ours"][str(n)] for n in sizes]
+    ax.errorbar(
+        sizes,
+        [s.median for s in ours],
+        yerr=[[s.median - s.q1 for s in ours], [s.q3 - s.median for s in ours]],
+        marker="o",
+        capsize=3,
+        label="replay-actor complete()",
+    )
+    reached = [p for p in vcr_points.values() if p["reached"]]
+    if reached:
+        ax.errorbar(
+            [p["interactions"] for p in reached],
+            [p["vcr"].median for p in reached],
+            yerr=[
+                [p["vcr"].median - p["vcr"].min for p in reached],
+                [p["vcr"].max - p["vcr"].median for p in reached],
+            ],
+            marker="s",
+            capsize=3,
+            color="tab:red",
+            label="VCR.py playback (last interaction)",
+        )
+    missing = [p["interactions"] for p in vcr_points.values() if not p["reached"]]
+    for size in missing:
+        ax.axvline(size, color="tab:red", linestyle=":", alpha=0.5)
+    ax.axhline(
+        calls["floor"].median,
+        color="gray",
+        linestyle="--",
+        label="floor: request_hash + Pipe echo",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("fixture entries / cassette interactions")
+    ax.set_ylabel("seconds per call (median)")
+    ax.set_title("Per-call latency vs fixture size (realistic ~17 KB request)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _md_row(row: Row) -> str:
+    cells = [
+        row.id,
+        row.what,
+        _cell(row.ours, row.unit, spread=True),
+        f"{_cell(row.reference, row.unit, spread=True)} — {row.reference_name}",
+        f"{_ratio(row)} ({row.ratio_means})",
+        row.target,
+        "**MISSED**" if row.met is False else _status(row),
+    ]
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def write_docs(
+    md_path: Path,
+    png_path: Path,
+    *,
+    rows: list[Row],
+    calls: dict[str, Any] | None,
+    vcr_points: dict[str, Any] | None,
+    info: dict[str, Any],
+    duration: float,
+) -> None:
+    if calls is not None and vcr_points is not None:
+        _plot(png_path, calls, vcr_points)
+    out = [
+        "# Benchmarks",
+        "",
+        "<!-- Generated by `python -m benchmarks` (benchmarks/report.py): do not edit. -->",
+        "",
+        "SPEC §7's targets, measured on one machine in one run: each target is a ratio of",
+        "ours to its reference, both measured in the same run, interleaved (rotating order,",
+        "after a warm-up), so that the noise of a shared machine falls on both sides.",
+        "Cells are medians with the interquartile range in brackets; times per call unless",
+        "stated. Raw numbers: `benchmarks/results/latest.json`.",
+        "",
+        "| id | what | ours | reference | ratio | target | status |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        *[_md_row(r) for r in rows],
+        "",
+        "## Machine",
+        "",
+        f"- platform: {info['platform']} ({info['implementation']} {info['python']})",
+        f"- CPU: {info['cpu_model']}, {info['cores']} cores (shared with other work)",
+        f"- msgspec {info['msgspec']}, psutil {info['psutil']}, vcrpy {info['vcrpy']},"
+        f" rfc8785 {info['rfc8785']}, replay-actor {info['replay_actor']}",
+        f"- date: {info['date']}; the whole run took {duration:.0f} s",
+        "",
+        "## Rerun",
+        "",
+        "    make bench                      # installs .[dev,bench] into .venv, then runs:",
+        "    .venv/bin/python -m benchmarks  # the full run (< 10 minutes on 2 cores)",
+        "    .venv/bin/python -m benchmarks --quick  # smoke run; leaves these docs alone",
+        "",
+        "Generated fixtures and cassettes are cached under the system temporary directory",
+        "(`replay-actor-bench-v*`); delete it to regenerate them.",
+        "",
+        "## Per-call latency against fixture size",
+        "",
+        "![per-call latency vs fixture size, log-log](benchmarks.png)",
+        "",
+    ]
+    if vcr_points:
+        out += [
+            "| interactions | VCR.py per call | replay-actor per call | cassette | reached |",
+            "| --- | --- | --- | --- | --- |",
+        ]
+        for p in vcr_points.values():
+            out.append(
+                f"| {p['interactions']:,} | {_cell(p['vcr'], 'ms', spread=True)}"
+                f" | {_cell(p['ours'], 'us', spread=True)}"
+                f" | {p['cassette_bytes'] / 1e6:.0f} MB"
+                f" | {'yes' if p['reached'] else 'no, budget ' + str(p['budget_s']) + ' s'} |"
+            )
+        out.append("")
+    missed = [r for r in rows if r.met is False]
+    out += ["## Missed targets: what limits them", ""]
+    if not missed:
+        out += ["Every target was met in this run.", ""]
+    for row in missed:
+        text = ANALYSIS.get(row.id) or ANALYSIS.get(row.id[:2]) or "Not analysed yet."
+        out += [f"### {row.id}", "", text, ""]
+    out += ["## How each number is taken", "", METHOD, ""]
+    md_path.parent.mkdir(parents=True, exist_ok=True)
+    md_path.write_text("\n".join(out))

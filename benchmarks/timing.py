@@ -1,0 +1,132 @@
+"""Interleaved repetitions, their statistics, and the result rows every module returns.
+
+A benchmark hands ``interleave`` one callable per side (ours, the reference, ...); each
+runs one batch and returns its per-operation time. After the warm-up, every repetition
+runs each side once, in an order rotated per repetition, so drift and background load on
+a shared machine fall on every side alike. Ratios are ratios of medians.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Config", "Row", "Stats", "interleave", "per_call", "percentile"]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Median and spread of a sample, in the sample's unit (seconds for times)."""
+
+    median: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Stats:
+        if not samples:
+            raise ValueError("no samples")
+        ordered = sorted(samples)
+        if len(ordered) >= 2:
+            q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+        else:
+            q1 = q3 = ordered[0]
+        return cls(
+            median=statistics.median(ordered),
+            q1=q1,
+            q3=q3,
+            min=ordered[0],
+            max=ordered[-1],
+            n=len(ordered),
+        )
+
+
+def percentile(samples: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile: the smallest sample with ``pct`` % of samples at or below."""
+    ordered = sorted(samples)
+    rank = max(1, min(len(ordered), math.ceil(pct / 100 * len(ordered))))
+    return ordered[rank - 1]
+
+
+@dataclass
+class Row:
+    """One line of the table: a target of SPEC §7 and what this run measured for it.
+
+    ``ratio`` is defined per row (``ratio_means``) so that the target reads naturally:
+    ``<=`` rows want it small (ours / floor), ``>=`` rows want it large (a speed-up or
+    a throughput share). ``met`` is None for report-only rows.
+    """
+
+    id: str
+    what: str
+    unit: str  # "us", "ms", "s", "MB", "MB/s", "calls/s", "ms/10s"
+    ours: Stats | None
+    reference: Stats | None
+    reference_name: str
+    ratio: float | None
+    ratio_means: str
+    op: Literal["<=", ">=", ""]
+    bound: float | None
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def met(self) -> bool | None:
+        if self.op == "" or self.bound is None or self.ratio is None:
+            return None
+        return self.ratio <= self.bound if self.op == "<=" else self.ratio >= self.bound
+
+    @property
+    def target(self) -> str:
+        if self.op == "" or self.bound is None:
+            return "report only"
+        sign = "≤" if self.op == "<=" else "≥"
+        return f"{sign} {self.bound:g}"
+
+
+def per_call(fn: Callable[[], object], calls: int) -> Callable[[], float]:
+    """A batch of ``calls`` calls of ``fn``, returning seconds per call."""
+
+    def batch() -> float:
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter_ns() - start) / calls / 1e9
+
+    return batch
+
+
+def interleave(
+    sides: Mapping[str, Callable[[], float]], *, reps: int, warmup: int = 1
+) -> dict[str, list[float]]:
+    """Run every side ``warmup`` times unrecorded, then ``reps`` rotated rounds."""
+    names = list(sides)
+    for _ in range(warmup):
+        for name in names:
+            sides[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(reps):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(sides[name]())
+    return samples
+
+
+@dataclass(frozen=True)
+class Config:
+    """How hard to measure: the full run or ``--quick`` (a smoke run, not for quoting)."""
+
+    quick: bool = False
+
+    def pick(self, full: int, quick: int) -> int:
+        return quick if self.quick else full
+
+    def pickf(self, full: float, quick: float) -> float:
+        return quick if self.quick else full
