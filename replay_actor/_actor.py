@@ -43,6 +43,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
@@ -62,6 +63,8 @@ _FAILED: Final = b"ER"
 _encode = msgspec.json.Encoder().encode
 #: Without pidfd the owner is polled at this interval (seconds); see docs/architecture.md.
 POLL_INTERVAL: Final = 0.25
+#: How long the actor waits for the rest of a frame a peer started (struct timeval).
+_PEER_TIMEOUT: Final = struct.pack("ll", 2, 0)
 
 
 class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -97,10 +100,11 @@ class _OwnerWatch:
         if mode == "pidfd" and hasattr(os, "pidfd_open"):
             try:
                 self.fd = os.pidfd_open(pid)
-            except OSError:
-                self.fd = None
+            except ProcessLookupError:
                 self.dead = True
                 return
+            except OSError:
+                self.fd = None  # refused here (old kernel, seccomp): poll instead
         # Open the pidfd first, then confirm identity: a PID recycled before the open
         # would otherwise be watched in the owner's place.
         self.dead = owner_identity(pid) != create_time
@@ -249,10 +253,14 @@ def _loop(actor: Actor, primary: Connection, listener: socket.socket, watch: _Ow
         poll_timeout = POLL_INTERVAL
     conns: set[Connection] = {primary}
     complete = actor.complete
+    next_poll = time.monotonic() + POLL_INTERVAL
     while conns:
         events = sel.select(poll_timeout)
-        if not events and poll_timeout is not None and watch.poll_dead():
-            return
+        if poll_timeout is not None and time.monotonic() >= next_poll:
+            # Checked on every wake-up once due, so a busy actor notices too.
+            if watch.poll_dead():
+                return
+            next_poll = time.monotonic() + POLL_INTERVAL
         for key, _ in events:
             source = key.data
             if source is watch:
@@ -295,6 +303,10 @@ def _accept(listener: socket.socket, sel: selectors.BaseSelector, conns: set[Con
         sock.close()
         return
     sock.setblocking(True)
+    # A peer that sends half a frame must not stall the others: reads time out, and
+    # that peer is dropped.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _PEER_TIMEOUT)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _PEER_TIMEOUT)
     conn = Connection(sock.detach())
     conns.add(conn)
     sel.register(conn.fileno(), selectors.EVENT_READ, conn)
@@ -320,9 +332,11 @@ def main() -> None:
     # Ctrl-C in the caller's terminal reaches the whole process group; the actor ends
     # with its owner or its connections instead, so the run's cleanup can still call it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    fd = int(sys.argv[1])
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=int(sys.argv[1]))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _PEER_TIMEOUT)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _PEER_TIMEOUT)
     try:
-        serve(Connection(fd))
+        serve(Connection(sock.detach()))
     finally:
         # Skip interpreter finalisation: tearing down a 100k-entry table object by
         # object would delay the exit that a dead owner is waiting for (P7).

@@ -57,6 +57,8 @@ def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
     else:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
+            if stat.S_IMODE(st.st_mode) & 0o077:
+                os.fchmod(fd, 0o600)  # an existing file is made owner-only too
             return InspectionRecord(fd)
         os.close(fd)
         problem = "is not a regular file"

@@ -141,6 +141,8 @@ class ReplayProvider:
         Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
         ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
         """
+        if self._closed or self._ended:
+            self._check_usable()  # a closed handle says so before judging the request
         digest = request_hash(request)
         reply = self._exchange(b"C" + digest.encode("ascii"))
         kind = reply[:1]
@@ -256,15 +258,16 @@ class ReplayProvider:
         self.release()
 
     def __del__(self) -> None:
-        conn = getattr(self, "_conn", None)
-        if conn is not None and not self._closed:
+        # Only warn: the Connection closes its own descriptor when it is freed with us.
+        # Closing it here too could close it twice (Connection.__del__ does not forget
+        # its handle), and a reused descriptor number would then be someone else's.
+        if getattr(self, "_conn", None) is not None and not self._closed:
             warnings.warn(
                 f"unreleased ReplayProvider for actor {self._actor_pid}",
                 ResourceWarning,
                 source=self,
                 stacklevel=1,
             )
-            conn.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "broken" if self._broken else "open"
@@ -356,7 +359,9 @@ def acquire(
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         popen = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, str(theirs.fileno())],
+            # -P: the caller's working directory must not shadow our imports (a stray
+            # psutil.py there would otherwise be imported by the actor).
+            [sys.executable, "-P", "-c", _BOOT, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -31,8 +31,14 @@ class Supervisor:
         self._closed = False
 
     def _live(self) -> list[ReplayProvider]:
-        self._providers = [p for p in self._providers if not p.closed and _alive(p)]
-        return self._providers
+        live = []
+        for provider in self._providers:
+            if not provider.closed and _alive(provider):
+                live.append(provider)
+            else:
+                provider.release()  # its actor is gone: close our channel to it now
+        self._providers = live
+        return live
 
     def acquire(
         self,

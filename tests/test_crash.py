@@ -190,7 +190,7 @@ def test_actor_killed_mid_call_fails_every_waiting_thread(fixture_path: Path) ->
 
 
 def test_no_call_blocks_when_the_actor_is_stopped(fixture_path: Path) -> None:
-    provider = acquire(fixture_path, timeout=0.3)
+    provider = acquire(fixture_path, timeout=2.0)
     os.kill(provider.actor_pid, signal.SIGSTOP)
     results: list[Any] = []
     try:

@@ -296,7 +296,7 @@ def test_killed_actor_gives_actor_lost_promptly_and_for_good(provider: Any) -> N
 
 
 def test_hung_actor_gives_actor_lost_after_the_timeout(fixture_path: Path) -> None:
-    provider = acquire(fixture_path, timeout=0.5)
+    provider = acquire(fixture_path, timeout=2.0)
     try:
         os.kill(provider.actor_pid, signal.SIGSTOP)
         with pytest.raises(ActorLost, match="in time"):
