@@ -304,7 +304,7 @@ def _released_notice(conn: Connection) -> bool:
 def _rebuild(
     address: bytes, actor_pid: int, owner_pid: int, private: bool, timeout: float
 ) -> ReplayProvider:
-    return ReplayProvider(
+    copy = ReplayProvider(
         conn=None,
         address=address,
         actor_pid=actor_pid,
@@ -313,6 +313,14 @@ def _rebuild(
         timeout=timeout,
         acquirer=None,
     )
+    # Connect at once: from then on the actor's death is this copy's EOF (ActorLost),
+    # and the acquirer's release reaches it as a goodbye (ProviderClosed). Only a copy
+    # unpickled after the acquisition ended finds nobody listening.
+    try:
+        copy._conn = _connect(address, timeout)
+    except OSError:
+        copy._ended = True
+    return copy
 
 
 def _finish_actor(popen: subprocess.Popen[bytes], timeout: float) -> None:

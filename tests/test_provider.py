@@ -392,3 +392,26 @@ def test_actor_does_not_outlive_a_killed_owner(fixture_path: Path) -> None:
     finally:
         owner.kill()
         owner.wait()
+
+
+def test_copy_sees_actor_lost_when_the_actor_dies(fixture_path: Path) -> None:
+    provider = acquire(fixture_path, timeout=10)
+    copy = pickle.loads(pickle.dumps(provider))
+    os.kill(provider.actor_pid, signal.SIGKILL)
+    with pytest.raises(ActorLost):
+        copy.complete(req("hello"))
+    copy.release()
+    provider.release()
+    assert wait_gone(provider.actor_pid)
+
+
+def test_copy_unpickled_after_release_is_closed(fixture_path: Path) -> None:
+    provider = acquire(fixture_path, timeout=10)
+    data = pickle.dumps(provider)
+    provider.release()
+    copy = pickle.loads(data)
+    assert copy.closed
+    with pytest.raises(ProviderClosed):
+        copy.complete(req("hello"))
+    with pytest.raises(ProviderClosed):
+        pickle.dumps(provider)
