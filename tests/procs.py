@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Iterator
 
 import psutil
 import pytest
+
+# Every process this test session starts inherits the mark, so the leak check can tell
+# our actors (orphans included) from those of another test run on the same machine.
+MARK_VARIABLE = "REPLAY_ACTOR_TEST_SESSION"
+os.environ.setdefault(MARK_VARIABLE, uuid.uuid4().hex)
+MARK = os.environ[MARK_VARIABLE]
 
 
 def is_gone(pid: int) -> bool:
@@ -44,14 +51,19 @@ def _infrastructure(pid: int) -> bool:
 
 
 def actor_pids() -> set[int]:
-    """PIDs of every cursor actor on the machine started by this checkout's code."""
+    """PIDs of every live cursor actor started by this test session (orphans too)."""
     found = set()
     for proc in psutil.process_iter(["pid", "cmdline", "status"]):
         cmdline = proc.info.get("cmdline") or []
         if proc.info.get("status") == psutil.STATUS_ZOMBIE:
             continue
-        if any("replay_actor._actor import main" in part for part in cmdline):
-            found.add(proc.info["pid"])
+        if not any("replay_actor._actor import main" in part for part in cmdline):
+            continue
+        try:
+            if proc.environ().get(MARK_VARIABLE) == MARK:
+                found.add(proc.info["pid"])
+        except psutil.Error:
+            continue
     return found
 
 
