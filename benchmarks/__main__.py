@@ -9,6 +9,7 @@ directory instead, so that the published numbers always come from one full run.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import traceback
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(quick=args.quick)
     only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
     started = time.perf_counter()
+    load_start = os.getloadavg()
     rows: list[Row] = []
     extra: dict[str, Any] = {}
     errors: list[str] = []
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report.console_table(rows))
     print(f"\n{'quick ' if cfg.quick else ''}run took {duration:.0f} s")
     info = report.machine()
+    info["load_average"] = {"start": load_start, "end": os.getloadavg()}
     payload = {
         "machine": info,
         "quick": cfg.quick,

@@ -45,4 +45,73 @@ METHOD: Final = """\
   released, and the run checks that no child process is left at the end.
 """
 
-ANALYSIS: Final[dict[str, str]] = {}
+ANALYSIS: Final[dict[str, str]] = {
+    "P1": """\
+`complete()` is `request_hash` in the caller plus one round trip to the actor over an
+AF_UNIX socket (a multiprocessing `Connection`), which is what the floor is made of, so
+the two differ only by the handle's lock, the reply's decoding (~300 bytes) and the
+actor's dictionary lookup. A miss here is noise: on a shared 2-core machine one round
+of the echo and of `complete()` can land on different sides of another job's burst;
+compare the IQRs.""",
+    "P2": """\
+The actor's table is a dict keyed by the request hash, so a lookup does not depend on
+the fixture's size; the only size effect is cache misses on a larger heap. A miss of
+this target is noise between the interleaved batches (compare the IQRs, and the
+series in the plot, which should be flat).""",
+    "P4a": """\
+Profile (cProfile, 2,000 hashes of the realistic request): about half of
+`request_hash` is `normalise_request` -> `_prepare_free_fields` ->
+`_canonical._clean`, a Python-level recursive walk over every free-form value (here
+the five tools' JSON-schema `parameters`, ~35 nodes each, plus `params`) that checks
+the JSON domain and replaces floats by their RFC 8785 text. `msgspec.convert` (3 us),
+the sorted encode (8 us) and sha256 of 17 KB (~10 us) are the floor's own costs. What
+would close the gap (library change, not made here): check and patch free-form values
+in C instead of walking them, e.g. encode each with msgspec (which already rejects
+non-JSON types), then decode it again with a `float_hook` that yields the JCS text as
+`msgspec.Raw`, and look for the rare cases (integers beyond 2^53, keys outside the
+BMP) with a byte scan of the encoded text; walk in Python only when that scan hits.""",
+    "P4b": """\
+The same cost as P4a: the `rfc8785` package is itself fairly quick on this request
+(mostly long strings, which it escapes with a regular expression), so the speed-up
+is capped by the Python-level walk of the free-form fields in `request_hash`. Bytes
+are identical (asserted before timing).""",
+    "P5": """\
+`python -X importtime -c "from replay_actor._actor import main"`: importing the actor
+runs `replay_actor/__init__.py`, which imports the whole public API: `_provider`
+(asyncio, ~25 ms), `_manifest` -> `_live` (`importlib.metadata`, email parsing,
+~20 ms), `_record`, besides what the actor needs (msgspec ~14 ms, psutil ~12 ms,
+`_canonical`, `_fixture`, selectors, `multiprocessing.connection`). That is about
+100 ms of imports against a ~25 ms bare interpreter; the 1k-entry fixture's load is a
+few ms. What would close the gap (library change, not made here): make the package's
+`__init__` lazy (PEP 562 `__getattr__` for `open_provider`, the live and record
+providers, and asyncio in `_provider`), so that `python -c "from replay_actor._actor
+import main"` imports only the actor's modules; dropping psutil from the actor (pidfd
+plus `/proc/PID/stat` start time for the owner's identity) would save ~12 ms more. The
+floor itself is the interpreter's start-up including `site` and the editable install's
+path finder.""",
+    "P6": """\
+Profile (cProfile, one load of the 100k-line file): the per-line Python loop in
+`_Parser.run` (slicing each line, the depth/number pre-checks, `_store_fast`,
+`_finish`) costs about as much as msgspec's typed decode itself, and every line is
+also re-encoded (sorted) to obtain the canonical response bytes and to prove that no
+key was duplicated; `bytes.translate` of the whole file for the fast-path classes and
+the line splitting add two more passes. The floor decodes each line once and keeps
+nothing. The loader is being optimised by its owner; this row is a measurement.""",
+    "P9a": """\
+Eight threads share one handle: the exchange is serialised by the handle's lock (one
+request in flight per channel, by design), and the caller-side work, `request_hash`
+(~50-70 us, mostly the Python walk of P4a), holds the GIL. The thread whose reply has
+arrived must reacquire the GIL from threads busy hashing (the GIL's convoy effect:
+an I/O-bound thread waits behind CPU-bound ones), so overlap of hashing with the
+round trip is lost and switching costs are added. Cheaper hashing (P4a) shrinks the
+GIL-held part and is the lever; request ids with a reader thread would let several
+requests be in flight but would not remove the GIL hand-offs.""",
+    "P9b": """\
+One evaluation is a ping-pong between the caller and its actor, so it keeps roughly
+one core busy; four evaluations are eight processes on two cores, so the ceiling is
+about 2x, minus context switches. On this shared machine other engineers' test runs
+took part of the two cores while the benchmark ran (see the load average under
+Machine): the lone evaluation still finds a free core, four of them compete with
+that load, so the ratio is bounded by the idle CPU, not by replay-actor (each
+evaluation has its own actor; nothing is shared between them).""",
+}

@@ -20,7 +20,7 @@ import time
 
 from replay_actor import acquire
 
-from .procs import child_env, stop
+from .procs import start_worker, stop
 from .timing import Config, Row, Stats, interleave, per_call
 from .workload import fixture, realistic_request
 
@@ -49,13 +49,7 @@ def _worker_main(path: str, calls: int) -> None:
 
 class _Worker:
     def __init__(self, path: str, calls: int) -> None:
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.concurrency", path, str(calls)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=child_env(),
-        )
+        self.popen = start_worker("benchmarks.concurrency", path, str(calls))
 
     def _read(self) -> str:
         assert self.popen.stdout is not None

@@ -34,6 +34,7 @@ __all__ = [
     "bare_child_ready",
     "baseline_rss",
     "child_env",
+    "start_worker",
     "stop",
     "stop_resource_tracker",
     "wait_exit",
@@ -49,6 +50,24 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
     return env
+
+
+def start_worker(module: str, *args: str) -> subprocess.Popen[bytes]:
+    """``python -m MODULE ARGS`` with pipes on stdin/stdout; stderr goes to a log in the
+    cache directory (kept for diagnosis)."""
+    from .workload import cache_dir
+
+    log = os.open(cache_dir() / "children.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=child_env(),
+        )
+    finally:
+        os.close(log)
 
 
 def stop(popen: subprocess.Popen[bytes], timeout: float = 5.0) -> None:

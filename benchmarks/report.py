@@ -234,6 +234,10 @@ def write_docs(
         f"- msgspec {info['msgspec']}, psutil {info['psutil']}, vcrpy {info['vcrpy']},"
         f" rfc8785 {info['rfc8785']}, replay-actor {info['replay_actor']}",
         f"- date: {info['date']}; the whole run took {duration:.0f} s",
+        "- load average (1, 5, 15 min) at the start: "
+        + ", ".join(f"{x:.2f}" for x in info["load_average"]["start"])
+        + "; at the end: "
+        + ", ".join(f"{x:.2f}" for x in info["load_average"]["end"]),
         "",
         "## Rerun",
         "",

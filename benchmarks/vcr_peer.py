@@ -16,14 +16,13 @@ replay-actor fixture of the same size, per round.
 from __future__ import annotations
 
 import select
-import subprocess
 import sys
 import time
 from typing import Any
 
 from replay_actor import acquire
 
-from .procs import child_env, stop
+from .procs import start_worker, stop
 from .timing import Config, Row, Stats, per_call
 from .workload import CHAT_URL, cassette, fixture, realistic_request, request_body
 
@@ -59,13 +58,7 @@ class _Player:
     """The parent's view of one VCR.py child, every read bounded by a deadline."""
 
     def __init__(self, path: str) -> None:
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.vcr_peer", path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=child_env(),
-        )
+        self.popen = start_worker("benchmarks.vcr_peer", path)
 
     def _line(self, deadline: float) -> str | None:
         out = self.popen.stdout
@@ -101,8 +94,8 @@ class _Player:
 def run_vcr(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
     """P3 at 1,000 interactions, and the VCR.py side of the plot at every size reached."""
     sizes = _SIZES[:2] if cfg.quick else _SIZES
-    reps = cfg.pick(7, 2)
-    budget = {100: 30.0, 1_000: cfg.pickf(60.0, 20.0), 10_000: 150.0}
+    reps = cfg.pick(5, 2)
+    budget = {100: 30.0, 1_000: cfg.pickf(60.0, 20.0), 10_000: 120.0}
     req = realistic_request()
     points: dict[str, Any] = {}
     rows: list[Row] = []
