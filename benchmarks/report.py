@@ -30,9 +30,18 @@ def _fmt(value: float, unit: str) -> str:
     return f"{scaled:.2f}"
 
 
+def _time_unit(seconds: float) -> str:
+    if seconds < 1e-3:
+        return "us"
+    return "ms" if seconds < 1.0 else "s"
+
+
 def _cell(stats: Stats | None, unit: str, *, spread: bool) -> str:
+    """Median [q1, q3]; times (seconds) are shown in the unit that suits the median."""
     if stats is None:
         return "—"
+    if unit in ("us", "ms", "s"):
+        unit = _time_unit(stats.median)
     text = f"{_fmt(stats.median, unit)} {unit}"
     if spread and stats.n > 1:
         text += f" [{_fmt(stats.q1, unit)}, {_fmt(stats.q3, unit)}]"
@@ -192,7 +201,11 @@ def _md_row(row: Row) -> str:
         row.id,
         row.what,
         _cell(row.ours, row.unit, spread=True),
-        f"{_cell(row.reference, row.unit, spread=True)} — {row.reference_name}",
+        (
+            f"{_cell(row.reference, row.unit, spread=True)} — {row.reference_name}"
+            if row.reference is not None
+            else row.reference_name
+        ),
         f"{_ratio(row)} ({row.ratio_means})",
         row.target,
         "**MISSED**" if row.met is False else _status(row),
