@@ -52,12 +52,24 @@ AF_UNIX socket (a multiprocessing `Connection`), which is what the floor is made
 the two differ only by the handle's lock, the reply's decoding (~300 bytes) and the
 actor's dictionary lookup. A miss here is noise: on a shared 2-core machine one round
 of the echo and of `complete()` can land on different sides of another job's burst;
-compare the IQRs.""",
+compare the IQRs, and the median of per-round ratios in the "what" column (each
+round's `complete()` batch against the floor measured right next to it), which is less
+sensitive to drift than the ratio of the two medians.""",
     "P2": """\
 The actor's table is a dict keyed by the request hash, so a lookup does not depend on
 the fixture's size; the only size effect is cache misses on a larger heap. A miss of
 this target is noise between the interleaved batches (compare the IQRs, and the
 series in the plot, which should be flat).""",
+    "P8": """\
+What the actor holds for the 100k-entry fixture: a dict of 100k `str` hashes (~120
+bytes each with the object header) to `bytes` values, plus the table's own slots. In
+this run's loader each stored value was ~490 bytes (the whole ~460-byte line is kept,
+not only the ~300-byte response), so the live table alone is ~65 MB (tracemalloc),
+and the load peaks at ~127 MB traced: memory freed after the peak (per-line
+temporaries, in small blocks) stays in the process, as glibc does not return
+fragmented heap pages to the OS. What would close the gap (library change, not made
+here): store only the response bytes, avoid whole-file temporaries, and after the
+load call `malloc_trim(0)` (ctypes, glibc only) in the actor to hand freed pages back.""",
     "P4a": """\
 Profile (cProfile, 2,000 hashes of the realistic request): about half of
 `request_hash` is `normalise_request` -> `_prepare_free_fields` ->

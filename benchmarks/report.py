@@ -7,6 +7,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import subprocess
 import sys
 from dataclasses import asdict, is_dataclass
 from importlib import metadata
@@ -100,8 +101,22 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def _git(*args: str) -> str:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip()
+
+
 def machine() -> dict[str, Any]:
+    dirty = [line[3:] for line in _git("status", "--porcelain", "replay_actor").splitlines()]
     return {
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "library_changes_not_committed": dirty,
         "platform": platform.platform(),
         "cpu_model": _cpu_model(),
         "cores": os.cpu_count(),
@@ -247,6 +262,13 @@ def write_docs(
         f"- msgspec {info['msgspec']}, psutil {info['psutil']}, vcrpy {info['vcrpy']},"
         f" rfc8785 {info['rfc8785']}, replay-actor {info['replay_actor']}",
         f"- date: {info['date']}; the whole run took {duration:.0f} s",
+        f"- tree: commit {info['commit']}"
+        + (
+            "; library files with uncommitted changes (work in progress by others): "
+            + ", ".join(f"`{f}`" for f in info["library_changes_not_committed"])
+            if info["library_changes_not_committed"]
+            else "; no uncommitted library changes"
+        ),
         "- load average (1, 5, 15 min) at the start: "
         + ", ".join(f"{x:.2f}" for x in info["load_average"]["start"])
         + "; at the end: "
