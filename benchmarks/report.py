@@ -109,7 +109,7 @@ def _git(*args: str) -> str:
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    return done.stdout.strip()
+    return done.stdout.rstrip()
 
 
 def machine() -> dict[str, Any]:
