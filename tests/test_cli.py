@@ -578,7 +578,7 @@ def test_example_fixture_answers_the_example_requests(run: Run) -> None:
     snapshot = json.loads(run("inspect", fixture)[1])
     assert snapshot["single_entries"] >= 2
     assert snapshot["sequence_entries"] == 1
-    requests = sorted((EXAMPLES / "requests").glob("*.json"))
+    requests = sorted((EXAMPLES / "request-files").glob("*.json"))
     codes = {path.name: run("lookup", fixture, str(path))[0] for path in requests}
     assert codes.pop("unknown.json") == 3
     assert codes
