@@ -6,7 +6,7 @@
     --------                                   -----------------------------------------
     socketpair ---- config (fixture, owner) -->  load + validate the fixture once
                <--- READY (listener address) -   listen on an abstract AF_UNIX socket
-    copies ------- connect (same uid only) ---->  one Connection per handle copy
+    copies ------- connect (same uid only) ---->  one Channel per handle copy
     handle ------- b"C" + request hash -------->  cursor[hash] += 1  (the only mutable state)
            <------ b"R" + response bytes ------   or b"M" miss / b"X" exhausted
                                                watches: owner pidfd (psutil identity
@@ -19,7 +19,7 @@ when the owner dies, or when the last connection closes. It never opens an inter
 socket, never forks, and never imports the caller's ``__main__`` (it is started as
 ``python -c`` on this module, not through multiprocessing's spawn preparation).
 
-Wire format (multiprocessing ``Connection`` framing, one request -> one reply):
+Wire format (``_wire.Channel`` framing, one request -> one reply):
 
 =========  ====================================  ========================================
 request    meaning                               reply
@@ -37,14 +37,12 @@ the actor exits, so their next call reports ``ProviderClosed`` rather than ``Act
 from __future__ import annotations
 
 import os
-import secrets
 import selectors
 import signal
 import socket
 import struct
 import sys
 import time
-from multiprocessing.connection import Connection
 from typing import Any, Final
 
 import msgspec
@@ -54,6 +52,7 @@ from ._ceilings import Ceilings
 from ._errors import FixtureError, ReplayError
 from ._fixture import load_fixture
 from ._inspection import InspectionRecord, open_inspection_record
+from ._wire import Channel, set_timeouts
 
 __all__ = ["READY", "main", "owner_identity"]
 
@@ -63,8 +62,8 @@ _FAILED: Final = b"ER"
 _encode = msgspec.json.Encoder().encode
 #: Without pidfd the owner is polled at this interval (seconds); see docs/architecture.md.
 POLL_INTERVAL: Final = 0.25
-#: How long the actor waits for the rest of a frame a peer started (struct timeval).
-_PEER_TIMEOUT: Final = struct.pack("ll", 2, 0)
+#: How long the actor waits for the rest of a frame a peer started, in seconds.
+_PEER_TIMEOUT: Final = 2.0
 
 
 class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -191,7 +190,7 @@ def _listen() -> tuple[socket.socket, bytes]:
     """An AF_UNIX listener; abstract namespace on Linux (nothing left on disk)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if sys.platform.startswith("linux"):
-        address = b"\0replay-actor-" + secrets.token_hex(16).encode("ascii")
+        address = b"\0replay-actor-" + os.urandom(16).hex().encode("ascii")
         sock.bind(address)
     else:  # pragma: no cover - exercised only off Linux
         import tempfile
@@ -212,15 +211,15 @@ def _same_user(sock: socket.socket) -> bool:
     return uid == os.getuid()
 
 
-def serve(primary: Connection) -> None:
+def serve(primary: Channel) -> None:
     """Run one acquisition's actor on its bootstrap connection until it ends."""
     try:
-        config = msgspec.json.decode(primary.recv_bytes(), type=ActorConfig)
+        config = msgspec.json.decode(primary.recv(), type=ActorConfig)
     except (EOFError, OSError, msgspec.DecodeError):
         return
     watch = _OwnerWatch(config.owner_pid, config.owner_create_time, config.owner_watch)
     if watch.dead:
-        primary.send_bytes(_FAILED + b"the owner process is not alive")
+        primary.send(_FAILED + b"the owner process is not alive")
         return
     failure: bytes | None = None
     try:
@@ -230,10 +229,10 @@ def serve(primary: Connection) -> None:
     except ReplayError as exc:
         failure = _FAILED + str(exc).encode()
     if failure is not None:
-        primary.send_bytes(failure)
+        primary.send(failure)
         return
     listener, address = _listen()
-    primary.send_bytes(READY + address)
+    primary.send(READY + address)
     try:
         _loop(actor, primary, listener, watch)
     finally:
@@ -242,7 +241,7 @@ def serve(primary: Connection) -> None:
         watch.close()
 
 
-def _loop(actor: Actor, primary: Connection, listener: socket.socket, watch: _OwnerWatch) -> None:
+def _loop(actor: Actor, primary: Channel, listener: socket.socket, watch: _OwnerWatch) -> None:
     sel = selectors.DefaultSelector()
     sel.register(primary.fileno(), selectors.EVENT_READ, primary)
     sel.register(listener.fileno(), selectors.EVENT_READ, listener)
@@ -251,8 +250,7 @@ def _loop(actor: Actor, primary: Connection, listener: socket.socket, watch: _Ow
         poll_timeout: float | None = None
     else:
         poll_timeout = POLL_INTERVAL
-    conns: set[Connection] = {primary}
-    complete = actor.complete
+    conns: set[Channel] = {primary}
     next_poll = time.monotonic() + POLL_INTERVAL
     while conns:
         events = sel.select(poll_timeout)
@@ -268,33 +266,47 @@ def _loop(actor: Actor, primary: Connection, listener: socket.socket, watch: _Ow
             if source is listener:
                 _accept(listener, sel, conns)
                 continue
-            conn: Connection = source
-            try:
-                message = conn.recv_bytes()
-            except (EOFError, OSError):
-                _drop(conn, sel, conns)
-                continue
-            op = message[:1]
-            try:
-                if op == b"C":
-                    conn.send_bytes(complete(message[1:].decode("ascii")))
-                elif op == b"S":
-                    conn.send_bytes(b"J" + _encode(actor.snapshot()))
-                elif op == b"I":
-                    conn.send_bytes(b"J" + _encode(actor.inspect()))
-                elif op == b"Q":
-                    conn.send_bytes(b"K")
-                    if conn is primary:
-                        _notify_closed(conns, primary)
-                        return
+            conn: Channel = source
+            # A peer never has two requests in flight, but one that does must not
+            # leave the second stranded in our buffer, invisible to select().
+            while True:
+                outcome = _serve_one(actor, conn, primary)
+                if outcome is _ENDED:
+                    _notify_closed(conns, primary)
+                    return
+                if outcome is _DROP:
                     _drop(conn, sel, conns)
-                else:
-                    _drop(conn, sel, conns)  # not our protocol: refuse that peer
-            except (OSError, UnicodeDecodeError):
-                _drop(conn, sel, conns)
+                    break
+                if not conn.pending():
+                    break
 
 
-def _accept(listener: socket.socket, sel: selectors.BaseSelector, conns: set[Connection]) -> None:
+_DROP: Final = object()
+_ENDED: Final = object()
+
+
+def _serve_one(actor: Actor, conn: Channel, primary: Channel) -> object:
+    """Answer one message on ``conn``; say whether to keep it, drop it, or end."""
+    try:
+        message = conn.recv()
+        op = message[:1]
+        if op == b"C":
+            conn.send(actor.complete(message[1:].decode("ascii")))
+        elif op == b"S":
+            conn.send(b"J" + _encode(actor.snapshot()))
+        elif op == b"I":
+            conn.send(b"J" + _encode(actor.inspect()))
+        elif op == b"Q":
+            conn.send(b"K")
+            return _ENDED if conn is primary else _DROP
+        else:
+            return _DROP  # not our protocol: refuse that peer
+    except (EOFError, OSError, UnicodeDecodeError):
+        return _DROP
+    return None
+
+
+def _accept(listener: socket.socket, sel: selectors.BaseSelector, conns: set[Channel]) -> None:
     try:
         sock, _ = listener.accept()
     except OSError:
@@ -305,24 +317,23 @@ def _accept(listener: socket.socket, sel: selectors.BaseSelector, conns: set[Con
     sock.setblocking(True)
     # A peer that sends half a frame must not stall the others: reads time out, and
     # that peer is dropped.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _PEER_TIMEOUT)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _PEER_TIMEOUT)
-    conn = Connection(sock.detach())
+    set_timeouts(sock, _PEER_TIMEOUT)
+    conn = Channel.from_socket(sock)
     conns.add(conn)
     sel.register(conn.fileno(), selectors.EVENT_READ, conn)
 
 
-def _drop(conn: Connection, sel: selectors.BaseSelector, conns: set[Connection]) -> None:
+def _drop(conn: Channel, sel: selectors.BaseSelector, conns: set[Channel]) -> None:
     sel.unregister(conn.fileno())
     conns.discard(conn)
     conn.close()
 
 
-def _notify_closed(conns: set[Connection], primary: Connection) -> None:
+def _notify_closed(conns: set[Channel], primary: Channel) -> None:
     for conn in conns:
         if conn is not primary:
             try:
-                conn.send_bytes(b"Z")
+                conn.send(b"Z")
             except OSError:
                 pass
 
@@ -333,10 +344,9 @@ def main() -> None:
     # with its owner or its connections instead, so the run's cleanup can still call it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=int(sys.argv[1]))
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _PEER_TIMEOUT)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _PEER_TIMEOUT)
+    set_timeouts(sock, _PEER_TIMEOUT)
     try:
-        serve(Connection(sock.detach()))
+        serve(Channel.from_socket(sock))
     finally:
         # Skip interpreter finalisation: tearing down a 100k-entry table object by
         # object would delay the exit that a dead owner is waiting for (P7).

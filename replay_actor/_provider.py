@@ -1,6 +1,6 @@
 """``acquire`` and ``ReplayProvider``: the caller's side of one acquisition.
 
-A handle owns one channel (a multiprocessing ``Connection`` over an AF_UNIX socket) to
+A handle owns one channel (a ``_wire.Channel`` over an AF_UNIX socket) to
 its acquisition's actor. One lock covers each request/reply exchange, so threads and
 asyncio tasks can share a handle and each sequence element is handed out exactly once.
 Every read is bounded by the handle's timeout (``SO_RCVTIMEO``) and ends with EOF the
@@ -19,13 +19,11 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import struct
 import subprocess
 import sys
 import threading
 import warnings
 import weakref
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,6 +41,7 @@ from ._errors import (
 )
 from ._reaper import reaper
 from ._request import RequestLike, request_hash
+from ._wire import Channel, set_timeouts
 
 __all__ = ["ReplayProvider", "acquire"]
 
@@ -63,25 +62,17 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _set_timeouts(sock: socket.socket, timeout: float) -> None:
-    seconds = int(timeout)
-    micros = int((timeout - seconds) * 1_000_000)
-    value = struct.pack("ll", seconds, micros)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-
-
-def _connect(address: bytes, timeout: float) -> Connection:
+def _connect(address: bytes, timeout: float) -> Channel:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
         sock.connect(address)
         sock.settimeout(None)
-        _set_timeouts(sock, timeout)
+        set_timeouts(sock, timeout)
     except BaseException:
         sock.close()
         raise
-    return Connection(sock.detach())
+    return Channel.from_socket(sock)
 
 
 class ReplayProvider:
@@ -90,7 +81,7 @@ class ReplayProvider:
     def __init__(
         self,
         *,
-        conn: Connection | None,
+        conn: Channel | None,
         address: bytes,
         actor_pid: int,
         owner_pid: int,
@@ -180,8 +171,8 @@ class ReplayProvider:
                 conn = self._open_channel()
             failure: BaseException | None = None
             try:
-                conn.send_bytes(message)
-                reply = conn.recv_bytes()
+                conn.send(message)
+                reply = conn.recv()
             except (EOFError, OSError) as exc:
                 failure = exc
             if failure is None:
@@ -208,7 +199,7 @@ class ReplayProvider:
         if self._broken:
             raise ActorLost(f"the cursor actor (pid {self._actor_pid}) was lost earlier")
 
-    def _open_channel(self) -> Connection:
+    def _open_channel(self) -> Channel:
         try:
             self._conn = _connect(self._address, self._timeout)
         except OSError:
@@ -241,8 +232,8 @@ class ReplayProvider:
             conn = self._conn
             if conn is not None and not self._broken and not self._ended:
                 try:
-                    conn.send_bytes(b"Q")
-                    conn.recv_bytes()
+                    conn.send(b"Q")
+                    conn.recv()
                 except (EOFError, OSError):
                     pass
             self._close_channel()
@@ -258,9 +249,8 @@ class ReplayProvider:
         self.release()
 
     def __del__(self) -> None:
-        # Only warn: the Connection closes its own descriptor when it is freed with us.
-        # Closing it here too could close it twice (Connection.__del__ does not forget
-        # its handle), and a reused descriptor number would then be someone else's.
+        # Only warn: the channel closes its own descriptor when it is freed with us
+        # (whichever of the two the collector finalises first).
         if getattr(self, "_conn", None) is not None and not self._closed:
             warnings.warn(
                 f"unreleased ReplayProvider for actor {self._actor_pid}",
@@ -293,10 +283,10 @@ class ReplayProvider:
         self._popen = None
 
 
-def _released_notice(conn: Connection) -> bool:
+def _released_notice(conn: Channel) -> bool:
     """After a failed exchange: did the actor say goodbye (``Z``) before exiting?"""
     try:
-        return conn.poll(0) and conn.recv_bytes() == b"Z"
+        return conn.poll(0) and conn.recv() == b"Z"
     except (EOFError, OSError):
         return False
 
@@ -379,12 +369,12 @@ def acquire(
     finally:
         theirs.close()  # the actor's end lives only in the actor, so its death is EOF
     reaper.watch(popen)
-    _set_timeouts(ours, timeout)
-    conn = Connection(ours.detach())
+    set_timeouts(ours, timeout)
+    conn = Channel.from_socket(ours)
     outcome: bytes | None = None
     try:
-        conn.send_bytes(msgspec.json.encode(config))
-        outcome = conn.recv_bytes()
+        conn.send(msgspec.json.encode(config))
+        outcome = conn.recv()
     except (EOFError, OSError):
         outcome = None
     if outcome is not None and outcome.startswith(READY):

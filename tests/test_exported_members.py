@@ -70,3 +70,19 @@ def test_exception_tree() -> None:
     assert issubclass(RequestError, ValueError)
     assert not issubclass(ProviderClosed, ActorLost)
     assert not issubclass(ActorLost, ProviderClosed)
+
+
+def test_every_name_in_all_is_mapped_to_its_module() -> None:
+    # The lazy table and __all__ must agree, or a name would be listed but unimportable.
+    locations = replay_actor._LOCATIONS
+    assert set(locations) | {"__version__"} == set(replay_actor.__all__)
+    for name, module in locations.items():
+        assert getattr(replay_actor, name).__module__ == f"replay_actor.{module}"
+    assert set(replay_actor.__all__) <= set(dir(replay_actor))
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    import pytest
+
+    with pytest.raises(AttributeError):
+        replay_actor.no_such_name  # noqa: B018
