@@ -2,9 +2,10 @@
 
 ::
 
-    acquirer                                   actor (this module, its own interpreter)
+    acquirer                                   actor (this module, forked by ``_zygote``)
     --------                                   -----------------------------------------
-    socketpair ---- config (fixture, owner) -->  load + validate the fixture once
+    socketpair ---- config, via the zygote --->  load + validate the fixture (or reuse
+                                                 the zygote's parse of the same file)
                <--- READY (listener address) -   listen on an abstract AF_UNIX socket
     copies ------- connect (same uid only) ---->  one Channel per handle copy
     handle ------- b"C" + request hash -------->  cursor[hash] += 1  (the only mutable state)
@@ -16,8 +17,8 @@ The loop is single-threaded and event-driven: ``selectors`` waits on the connect
 the listener and the owner's pidfd together, so an idle actor sleeps in the kernel and
 the owner's death is an event, not a poll. It exits when the acquisition is released,
 when the owner dies, or when the last connection closes. It never opens an internet
-socket, never forks, and never imports the caller's ``__main__`` (it is started as
-``python -c`` on this module, not through multiprocessing's spawn preparation).
+socket, never forks, and never imports the caller's ``__main__`` (its zygote is started
+as ``python -P -c``, not through multiprocessing's spawn preparation).
 
 Wire format (``_wire.Channel`` framing, one request -> one reply):
 
@@ -38,23 +39,22 @@ from __future__ import annotations
 
 import os
 import selectors
-import signal
 import socket
 import struct
 import sys
 import time
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgspec
 import psutil
 
 from ._ceilings import Ceilings
 from ._errors import FixtureError, ReplayError
-from ._fixture import load_fixture
+from ._fixture import FixtureSet, load_fixture
 from ._inspection import InspectionRecord, open_inspection_record
 from ._wire import Channel, set_timeouts
 
-__all__ = ["READY", "main", "owner_identity"]
+__all__ = ["READY", "ActorConfig", "owner_identity", "serve", "serve_forked", "set_process_name"]
 
 READY: Final = b"OK"
 _FIXTURE_REJECTED: Final = b"FE"
@@ -121,9 +121,11 @@ class _OwnerWatch:
 class Actor:
     """The state one acquisition's actor owns: the table, the cursors and the counters."""
 
-    def __init__(self, config: ActorConfig) -> None:
+    def __init__(self, config: ActorConfig, cached: FixtureSet | None = None) -> None:
         self.private = config.private
-        fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
+        fixture = cached
+        if fixture is None:
+            fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
         self.fixture = fixture
         self.snapshot_base = fixture.snapshot()
         self.cursors: dict[str, int] = {}
@@ -211,19 +213,15 @@ def _same_user(sock: socket.socket) -> bool:
     return uid == os.getuid()
 
 
-def serve(primary: Channel) -> None:
-    """Run one acquisition's actor on its bootstrap connection until it ends."""
-    try:
-        config = msgspec.json.decode(primary.recv(), type=ActorConfig)
-    except (EOFError, OSError, msgspec.DecodeError):
-        return
+def serve(primary: Channel, config: ActorConfig, cached: FixtureSet | None = None) -> None:
+    """Run one acquisition's actor on its bootstrap channel until it ends."""
     watch = _OwnerWatch(config.owner_pid, config.owner_create_time, config.owner_watch)
     if watch.dead:
         primary.send(_FAILED + b"the owner process is not alive")
         return
     failure: bytes | None = None
     try:
-        actor = Actor(config)
+        actor = Actor(config, cached)
     except FixtureError as exc:
         failure = _FIXTURE_REJECTED + _encode([exc.reason, exc.line])
     except ReplayError as exc:
@@ -338,16 +336,25 @@ def _notify_closed(conns: set[Channel], primary: Channel) -> None:
                 pass
 
 
-def main() -> None:
-    """Entry point of the actor process: ``python -c '...main()' FD``."""
-    # Ctrl-C in the caller's terminal reaches the whole process group; the actor ends
-    # with its owner or its connections instead, so the run's cleanup can still call it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=int(sys.argv[1]))
-    set_timeouts(sock, _PEER_TIMEOUT)
+def set_process_name(name: str) -> None:
+    """Name this process in ``ps``/psutil (``/proc/self/comm``), so an actor forked from
+    the zygote is told apart from it; best effort, Linux only."""
     try:
-        serve(Channel.from_socket(sock))
+        with open("/proc/self/comm", "w", encoding="ascii") as comm:
+            comm.write(name[:15])
+    except OSError:
+        pass
+
+
+def serve_forked(fd: int, config: ActorConfig, cached: FixtureSet | None) -> NoReturn:
+    """The actor's life in a child the zygote just forked; never returns."""
+    try:
+        set_process_name("replay-actor")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+        set_timeouts(sock, _PEER_TIMEOUT)
+        serve(Channel.from_socket(sock), config, cached)
     finally:
         # Skip interpreter finalisation: tearing down a 100k-entry table object by
-        # object would delay the exit that a dead owner is waiting for (P7).
+        # object would delay the exit that a dead owner is waiting for (P7), and the
+        # zygote's state inherited by this child is not ours to finalise.
         os._exit(0)

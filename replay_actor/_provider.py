@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
+import signal
 import socket
-import subprocess
-import sys
 import threading
 import warnings
 import weakref
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import msgspec
+import psutil
 
 from ._actor import READY, ActorConfig, owner_identity
 from ._ceilings import DEFAULT_CEILINGS, Ceilings
@@ -39,15 +40,14 @@ from ._errors import (
     ReplayMiss,
     SequenceExhausted,
 )
-from ._reaper import reaper
 from ._request import RequestLike, request_hash
 from ._wire import Channel, set_timeouts
+from ._zygote import zygote
 
 __all__ = ["ReplayProvider", "acquire"]
 
 _decode = msgspec.json.decode
 _PACKAGE_ROOT: Final = str(Path(__file__).resolve().parent.parent)
-_BOOT: Final = "from replay_actor._actor import main; main()"
 _OWNER_WATCH_ENV: Final = "REPLAY_ACTOR_OWNER_WATCH"
 
 # Every live handle of this process, so a fork child can disown the parent's channels.
@@ -87,7 +87,7 @@ class ReplayProvider:
         owner_pid: int,
         private: bool,
         timeout: float,
-        acquirer: subprocess.Popen[bytes] | None,
+        acquirer: ActorProcess | None,
     ) -> None:
         self._conn = conn
         self._address = address
@@ -95,7 +95,7 @@ class ReplayProvider:
         self._owner_pid = owner_pid
         self._private = private
         self._timeout = timeout
-        self._popen = acquirer
+        self._process = acquirer
         self._lock = threading.Lock()
         self._closed = False
         self._ended = False  # the acquisition ended (released by its acquirer)
@@ -191,6 +191,10 @@ class ReplayProvider:
             reason = "did not answer in time" if isinstance(failure, BlockingIOError) else "died"
         raise ActorLost(f"the cursor actor (pid {self._actor_pid}) {reason}") from failure
 
+    def _actor_alive(self) -> bool:
+        """Whether this acquisition's actor still runs (acquirer's handle only)."""
+        return self._process is None or self._process.alive()
+
     def _check_usable(self) -> None:
         if self._closed:
             raise ProviderClosed("this provider was released")
@@ -237,9 +241,9 @@ class ReplayProvider:
                 except (EOFError, OSError):
                     pass
             self._close_channel()
-            popen, self._popen = self._popen, None
-        if popen is not None:
-            _finish_actor(popen, timeout)
+            process, self._process = self._process, None
+        if process is not None:
+            process.finish(timeout)
         _handles.discard(self)
 
     def __enter__(self) -> ReplayProvider:
@@ -261,7 +265,7 @@ class ReplayProvider:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "broken" if self._broken else "open"
-        role = "acquirer" if self._popen is not None else "copy"
+        role = "acquirer" if self._process is not None else "copy"
         return f"<ReplayProvider {state} {role} actor={self._actor_pid} owner={self._owner_pid}>"
 
     # -- copies -----------------------------------------------------------------------
@@ -280,7 +284,9 @@ class ReplayProvider:
         self._lock = threading.Lock()
         # Closing only drops this process's reference: the parent's channel stays open.
         self._close_channel()
-        self._popen = None
+        process, self._process = self._process, None
+        if process is not None:
+            process.close()
 
 
 def _released_notice(conn: Channel) -> bool:
@@ -313,13 +319,58 @@ def _rebuild(
     return copy
 
 
-def _finish_actor(popen: subprocess.Popen[bytes], timeout: float) -> None:
-    """Wait for our actor child to exit; kill it (by its PID, ours to kill) if it won't."""
-    try:
-        popen.wait(timeout=min(timeout, 5.0))
-    except subprocess.TimeoutExpired:
-        popen.kill()
-        popen.wait()
+class ActorProcess:
+    """The acquirer's hold on its actor process: a pidfd where the kernel has one, so
+    waiting is an event and a kill can never reach a recycled PID."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._fd: int | None
+        try:
+            self._fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._fd = None
+
+    def alive(self) -> bool:
+        if self._fd is not None:
+            return not select.select([self._fd], [], [], 0)[0]
+        try:
+            return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the actor to exit; True if it did."""
+        if self._fd is not None:
+            return bool(select.select([self._fd], [], [], timeout)[0])
+        try:
+            psutil.Process(self.pid).wait(timeout)
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.TimeoutExpired:
+            return False
+        return True
+
+    def kill(self) -> None:
+        try:
+            if self._fd is not None:
+                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def finish(self, timeout: float) -> None:
+        """Wait (bounded) for the actor to exit; kill it if it will not."""
+        if not self.wait(min(timeout, 5.0)):
+            self.kill()
+            self.wait(5.0)
+        self.close()
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 def acquire(
@@ -356,24 +407,14 @@ def acquire(
     try:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-        popen = subprocess.Popen(
-            # -P: the caller's working directory must not shadow our imports (a stray
-            # psutil.py there would otherwise be imported by the actor).
-            [sys.executable, "-P", "-c", _BOOT, str(theirs.fileno())],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
+        actor_pid = zygote.spawn(config, theirs, env, timeout)
     finally:
         theirs.close()  # the actor's end lives only in the actor, so its death is EOF
-    reaper.watch(popen)
+    process = ActorProcess(actor_pid)
     set_timeouts(ours, timeout)
     conn = Channel.from_socket(ours)
     outcome: bytes | None = None
     try:
-        conn.send(msgspec.json.encode(config))
         outcome = conn.recv()
     except (EOFError, OSError):
         outcome = None
@@ -381,18 +422,18 @@ def acquire(
         return ReplayProvider(
             conn=conn,
             address=outcome[len(READY) :],
-            actor_pid=popen.pid,
+            actor_pid=actor_pid,
             owner_pid=owner,
             private=bool(private),
             timeout=timeout,
-            acquirer=popen,
+            acquirer=process,
         )
     conn.close()
     if outcome is None:
-        popen.kill()  # silent or dead: our own child, stopped by its PID
-        popen.wait()
+        process.kill()  # silent or dead: the actor started for us, stopped by its pidfd
+        process.close()
         raise ActorLost("the cursor actor did not come up in time")
-    _finish_actor(popen, timeout)
+    process.finish(timeout)
     if outcome.startswith(b"FE"):
         reason, line = msgspec.json.decode(outcome[2:])
         raise FixtureError(reason, line)

@@ -102,5 +102,4 @@ class Supervisor:
 
 
 def _alive(provider: ReplayProvider) -> bool:
-    popen = provider._popen
-    return popen is None or popen.poll() is None
+    return provider._actor_alive()

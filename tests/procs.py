@@ -38,13 +38,22 @@ def wait_gone(pid: int, within: float = 10.0) -> bool:
     return is_gone(pid)
 
 
-_LONG_LIVED = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+# Helpers that live as long as the process that started them, by design: the zygote
+# that forks actors (it exits with its parent), multiprocessing's own.
+_LONG_LIVED = (
+    "replay_actor._zygote",
+    "multiprocessing.resource_tracker",
+    "multiprocessing.forkserver",
+)
 
 
 def _infrastructure(pid: int) -> bool:
-    """multiprocessing's own helpers live as long as the test session, by design."""
+    """Per-process helpers (the zygote, multiprocessing's) outlive single tests."""
     try:
-        cmdline = " ".join(psutil.Process(pid).cmdline())
+        proc = psutil.Process(pid)
+        if proc.name() == "replay-actor":
+            return False  # forked from the zygote, so it shares its command line
+        cmdline = " ".join(proc.cmdline())
     except psutil.Error:
         return False
     return any(name in cmdline for name in _LONG_LIVED)
@@ -53,11 +62,10 @@ def _infrastructure(pid: int) -> bool:
 def actor_pids() -> set[int]:
     """PIDs of every live cursor actor started by this test session (orphans too)."""
     found = set()
-    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
-        cmdline = proc.info.get("cmdline") or []
+    for proc in psutil.process_iter(["pid", "name", "status"]):
         if proc.info.get("status") == psutil.STATUS_ZOMBIE:
             continue
-        if not any("replay_actor._actor import main" in part for part in cmdline):
+        if proc.info.get("name") != "replay-actor":
             continue
         try:
             if proc.environ().get(MARK_VARIABLE) == MARK:

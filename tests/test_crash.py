@@ -117,7 +117,8 @@ def test_run_ending_without_release_leaves_no_actor(
     assert wait_gone(actor)
 
 
-def test_sigkill_during_acquisition_leaves_no_actor(big_fixture: Path) -> None:
+@pytest.mark.parametrize("moment", ["zygote-parsing", "actor-started"])
+def test_sigkill_during_acquisition_leaves_no_actor(big_fixture: Path, moment: str) -> None:
     code = textwrap.dedent(
         """
         import sys
@@ -135,13 +136,25 @@ def test_sigkill_during_acquisition_leaves_no_actor(big_fixture: Path) -> None:
 
     deadline = time.monotonic() + 20
     actors: list[int] = []
+    descendants: list[int] = []
     while time.monotonic() < deadline and not actors:
-        actors = [c.pid for c in psutil.Process(run.pid).children()]
-        time.sleep(0.005)
-    run.kill()  # the actor is still loading the fixture
+        if moment == "zygote-parsing" and descendants:
+            break
+        descendants = []
+        for child in psutil.Process(run.pid).children(recursive=True):
+            try:
+                descendants.append(child.pid)
+                if child.name() == "replay-actor":
+                    actors.append(child.pid)
+            except psutil.NoSuchProcess:
+                pass
+        time.sleep(0.002)
+    run.kill()  # the zygote is parsing the fixture, or the actor is coming up
     run.wait(timeout=30)
-    assert actors
-    assert all(wait_gone(pid) for pid in actors)
+    assert descendants
+    assert actors or moment == "zygote-parsing"
+    # The actor and the run's zygote both go.
+    assert all(wait_gone(pid) for pid in descendants)
 
 
 def test_orchestrator_pattern_run_killed_actor_reaped(fixture_path: Path) -> None:
