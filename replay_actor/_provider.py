@@ -1,8 +1,10 @@
 """``acquire`` and ``ReplayProvider``: the caller's side of one acquisition.
 
-A handle owns one channel (a ``_wire.Channel`` over an AF_UNIX socket) to
-its acquisition's actor. One lock covers each request/reply exchange, so threads and
-asyncio tasks can share a handle and each sequence element is handed out exactly once.
+A handle talks to its acquisition's actor over ``_wire.Channel``s (AF_UNIX sockets):
+the first thread that calls uses the handle's first channel, every other thread opens
+one of its own, and a lock per channel keeps each request/reply exchange whole. Threads
+and asyncio tasks can share a handle without queueing behind each other's round trips;
+the actor serialises them, so each sequence element is handed out exactly once.
 Every read is bounded by the handle's timeout (``SO_RCVTIMEO``) and ends with EOF the
 moment the actor dies, so no call blocks forever; an exchange interrupted half-way
 leaves the framing unknown, and the handle is then broken for good (``ActorLost``).
@@ -75,6 +77,21 @@ def _connect(address: bytes, timeout: float) -> Channel:
     return Channel.from_socket(sock)
 
 
+class _Slot:
+    """One channel to the actor and the lock that keeps its exchanges whole."""
+
+    __slots__ = ("__weakref__", "channel", "lock")
+
+    def __init__(self, channel: Channel | None) -> None:
+        self.channel = channel
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        channel, self.channel = self.channel, None
+        if channel is not None:
+            channel.close()
+
+
 class ReplayProvider:
     """A handle on one acquisition's cursor actor. Use ``acquire()`` to get one."""
 
@@ -89,14 +106,21 @@ class ReplayProvider:
         timeout: float,
         acquirer: ActorProcess | None,
     ) -> None:
-        self._conn = conn
         self._address = address
         self._actor_pid = actor_pid
         self._owner_pid = owner_pid
         self._private = private
         self._timeout = timeout
         self._process = acquirer
-        self._lock = threading.Lock()
+        # The first channel (the acquirer's bootstrap channel, or a copy's first
+        # connection) serves the first thread that calls, and carries ``release``.
+        self._primary = _Slot(conn)
+        self._primary_taken = False
+        # Other threads get channels of their own, so they never queue behind each
+        # other's exchanges; a thread's channel closes when the thread ends.
+        self._local = threading.local()
+        self._others: weakref.WeakSet[_Slot] = weakref.WeakSet()
+        self._state = threading.Lock()
         self._closed = False
         self._ended = False  # the acquisition ended (released by its acquirer)
         self._broken = False
@@ -163,31 +187,44 @@ class ReplayProvider:
         result: dict[str, Any] = _decode(memoryview(self._exchange(b"I"))[1:])
         return result
 
-    def _exchange(self, message: bytes) -> bytes:
-        with self._lock:
+    def _slot(self) -> _Slot:
+        """This thread's channel slot, claiming the first one or connecting anew."""
+        slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is not None:
+            return slot
+        with self._state:
             self._check_usable()
-            conn = self._conn
+            if not self._primary_taken:
+                self._primary_taken = True
+                slot = self._primary
+            else:
+                slot = _Slot(None)
+                self._others.add(slot)
+        self._local.slot = slot
+        return slot
+
+    def _exchange(self, message: bytes) -> bytes:
+        slot = self._slot()
+        with slot.lock:
+            self._check_usable()
+            conn = slot.channel
             if conn is None:
-                conn = self._open_channel()
+                conn = slot.channel = self._open_channel()
             failure: BaseException | None = None
             try:
                 conn.send(message)
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 failure = exc
-            if failure is None:
-                if reply == b"Z":
-                    self._ended = True
-                    self._close_channel()
-                    raise ProviderClosed("the acquisition was released by its acquirer")
+            if failure is None and reply != b"Z":
                 return reply
-            if _released_notice(conn):
+            if failure is None or _released_notice(conn):
                 self._ended = True
-                self._close_channel()
+                slot.close()
                 raise ProviderClosed("the acquisition was released by its acquirer")
             # Half an exchange may be in flight: the framing is unknown, never reuse it.
             self._broken = True
-            self._close_channel()
+            slot.close()
             reason = "did not answer in time" if isinstance(failure, BlockingIOError) else "died"
         raise ActorLost(f"the cursor actor (pid {self._actor_pid}) {reason}") from failure
 
@@ -205,18 +242,12 @@ class ReplayProvider:
 
     def _open_channel(self) -> Channel:
         try:
-            self._conn = _connect(self._address, self._timeout)
+            return _connect(self._address, self._timeout)
         except OSError:
             # Nobody listens any more: the acquisition is over (released, or its owner
             # died). A copy cannot tell which, and there is nothing left to call.
             self._ended = True
-            raise ProviderClosed("the acquisition has ended") from None
-        return self._conn
-
-    def _close_channel(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        raise ProviderClosed("the acquisition has ended")
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -229,19 +260,25 @@ class ReplayProvider:
 
     def release_within(self, timeout: float) -> None:
         """``release``, waiting at most ``timeout`` seconds for the actor to exit."""
-        with self._lock:
+        with self._state:
             if self._closed:
                 return
             self._closed = True
-            conn = self._conn
+            others = list(self._others)
+            process, self._process = self._process, None
+        # Each slot's lock waits for an exchange in flight (bounded by the timeout).
+        with self._primary.lock:
+            conn = self._primary.channel
             if conn is not None and not self._broken and not self._ended:
                 try:
                     conn.send(b"Q")
                     conn.recv()
                 except (EOFError, OSError):
                     pass
-            self._close_channel()
-            process, self._process = self._process, None
+            self._primary.close()
+        for slot in others:
+            with slot.lock:
+                slot.close()
         if process is not None:
             process.finish(timeout)
         _handles.discard(self)
@@ -253,9 +290,9 @@ class ReplayProvider:
         self.release()
 
     def __del__(self) -> None:
-        # Only warn: the channel closes its own descriptor when it is freed with us
-        # (whichever of the two the collector finalises first).
-        if getattr(self, "_conn", None) is not None and not self._closed:
+        # Only warn: the channels close their own descriptors when freed with us.
+        primary = getattr(self, "_primary", None)
+        if primary is not None and primary.channel is not None and not self._closed:
             warnings.warn(
                 f"unreleased ReplayProvider for actor {self._actor_pid}",
                 ResourceWarning,
@@ -279,11 +316,16 @@ class ReplayProvider:
         )
 
     def _disown_after_fork(self) -> None:
-        # In a fork child the channel and the actor's Popen belong to the parent; the
-        # lock may have been held by a thread that does not exist here.
-        self._lock = threading.Lock()
-        # Closing only drops this process's reference: the parent's channel stays open.
-        self._close_channel()
+        # In a fork child the channels and the actor process belong to the parent; the
+        # locks may have been held by threads that do not exist here. Closing only drops
+        # this process's reference: the parent's channels stay open.
+        for slot in [self._primary, *self._others]:
+            slot.lock = threading.Lock()
+            slot.close()
+        self._others = weakref.WeakSet()
+        self._local = threading.local()
+        self._state = threading.Lock()
+        self._primary_taken = False
         process, self._process = self._process, None
         if process is not None:
             process.close()
@@ -313,7 +355,7 @@ def _rebuild(
     # and the acquirer's release reaches it as a goodbye (ProviderClosed). Only a copy
     # unpickled after the acquisition ended finds nobody listening.
     try:
-        copy._conn = _connect(address, timeout)
+        copy._primary.channel = _connect(address, timeout)
     except OSError:
         copy._ended = True
     return copy
