@@ -4,31 +4,40 @@ A fixture is accepted whole or rejected whole. A rejection is a ``FixtureError``
 reason code and a line number, nothing else: it is raised outside every ``except`` block
 so no parser exception rides along in ``__context__``.
 
-The loader has two paths per line. The fast path decodes the line with msgspec straight
-into a typed entry, re-encodes it sorted (which *is* its RFC 8785 form when the line has
-no float and no key outside the BMP) and proves the line had no duplicate key by length:
-msgspec's output is never longer than its input for any token (no float is involved,
-those are kept as their source text), so equal lengths mean no pair was dropped. Cheap
-byte checks cover what msgspec does not (integers beyond 2^53, nesting depth). Anything
-unusual — whitespace between tokens, escapes msgspec would shorten, a float, a refusal —
-sends the line to ``_jsonscan``, the precise checker, which names the first broken rule.
+Three paths judge a line, from fast to exact:
 
-The result is a ``FixtureSet``: request hash -> the response's canonical bytes (or the
-tuple of a sequence's), ready to be sent as they are.
+- the hot path (``_Parser._run``) decodes the line with msgspec into a typed entry
+  whose response type admits only what msgspec checks for us in C: integers within
+  +-(2^53 - 1), no float, containers at most ``_TYPED_DEPTH`` deep. It re-encodes the
+  response sorted (its RFC 8785 form, outside the rare non-BMP key) and proves the line
+  had no duplicate key by length: msgspec's output is never longer than its input for
+  any token, so equal lengths mean no pair was dropped. A line written as ``entry_line``
+  writes it (``{"schema_version":1,"request_hash":"…","response":…}`` with the response
+  already canonical, as every line the tools write is) is kept as it is;
+- ``_Parser._other_line``: msgspec again, with any JSON, floats kept as source text for
+  the length proof, and a per-line byte test for big integers and depth;
+- ``_jsonscan``: the precise checker, which names the first broken rule.
+
+A line goes down a path as soon as anything is unusual, so rejection reasons and line
+numbers come from the exact path only. The result is a ``FixtureSet``: request hash ->
+the entry's bytes (single response) or the tuple of a sequence's canonical responses.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import math
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
-from typing import Annotated, Any, Final
+from collections.abc import Callable
+from itertools import repeat
+from typing import Annotated, Any, Final, Literal, Union
 
 import msgspec
 
-from ._canonical import canonical_json, jcs_float
+from ._canonical import MAX_SAFE_INTEGER, canonical_json, jcs_float
 from ._ceilings import DEFAULT_CEILINGS, MAX_SEQUENCE_LENGTH, Ceilings
 from ._errors import FixtureError, RequestError
 from ._jsonscan import Rejected, scan_line
@@ -40,6 +49,7 @@ __all__ = [
     "entry_line",
     "iter_rejections",
     "load_fixture",
+    "parse_fixture",
     "read_fixture_bytes",
 ]
 
@@ -54,46 +64,85 @@ Stored = bytes | tuple[bytes, ...]
 Rejection = tuple[str, int | None]
 
 _HashStr = Annotated[str, msgspec.Meta(pattern=HASH_PATTERN)]
+_Hash71 = Annotated[str, msgspec.Meta(min_length=71, max_length=71)]
 _Responses = Annotated[
     list[dict[str, Any]], msgspec.Meta(min_length=1, max_length=MAX_SEQUENCE_LENGTH)
 ]
 
 
 class _Entry(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """The typed shape of a line, for the fast path only (any refusal goes slow)."""
+    """A line's shape for ``_other_line`` (any refusal goes to the precise checker)."""
 
-    schema_version: Any
+    schema_version: Literal[1]
     request_hash: _HashStr
     response: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     responses: _Responses | msgspec.UnsetType = msgspec.UNSET
 
 
-# Byte classes for the whole-file pre-scan: digits -> "0" (a run of 16 may be an
-# integer beyond 2**53), 4-byte UTF-8 leads -> "4" (a key outside the BMP may sort
-# differently in UTF-16), opening brackets -> "[" (their count bounds the depth).
-_CLASS_TABLE: Final = bytes(
-    0x30
-    if 0x30 <= b <= 0x39
-    else 0x34
-    if 0xF0 <= b <= 0xF4
-    else 0x5B
-    if b in (0x5B, 0x7B)
-    else 0x0A
-    if b == 0x0A
-    else 0x2E
-    for b in range(256)
+#: How deep the hot path's typed response may nest (below the response object itself);
+#: a deeper line is judged by the other paths. Each level doubles the decoder's type
+#: tree, so this stays small; chat responses nest 3 or 4 deep.
+_TYPED_DEPTH: Final = 6
+_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+
+
+@functools.lru_cache(maxsize=8)
+def _hot_decoders(depth: int) -> tuple[Callable[[bytes], Any], Callable[[bytes], Any]]:
+    """(loose, strict) decoders of the hot path's entry shape for a response ``depth``.
+
+    Loose checks the hash's length only (its pattern is checked in bulk, a regex per line
+    costing as much as the decode); strict checks the pattern.
+    """
+    value: Any = Union[None, bool, _SafeInt, str]  # noqa: UP007 - built at run time
+    for _ in range(depth):
+        value = Union[None, bool, _SafeInt, str, list[value], dict[str, value]]  # noqa: UP007
+
+    def shape(name: str, hash_type: Any) -> Any:
+        fields = [
+            ("schema_version", Literal[1]),
+            ("request_hash", hash_type),
+            ("response", dict[str, value]),
+        ]
+        return msgspec.defstruct(name, fields, forbid_unknown_fields=True)
+
+    Loose = shape("Loose", _Hash71)
+    Strict = shape("Strict", _HashStr)
+    return msgspec.json.Decoder(Loose).decode, msgspec.json.Decoder(Strict).decode
+
+
+_HEX_DIGITS: Final = b"0123456789abcdef"
+
+# ``_plain_line`` works on a skeleton of the line: digits and ``-`` become "0", ``{``
+# becomes "[", the bytes a number token may follow are kept, everything else is deleted
+# (which only makes the test more eager).
+_KEPT: Final = b'0123456789-[{":,'
+_SKELETON_TABLE: Final = bytes(
+    0x30 if 0x30 <= b <= 0x39 or b == 0x2D else 0x5B if b == 0x7B else b for b in range(256)
 )
+_SKELETON_DELETE: Final = bytes(b for b in range(256) if b not in _KEPT)
 _DIGIT_RUN: Final = b"0" * 16
+_BIG_INT_PATTERNS: Final = (b'":' + _DIGIT_RUN, b"," + _DIGIT_RUN, b"[" + _DIGIT_RUN)
+_ASTRAL_LEAD: Final = re.compile(rb"[\xf0-\xf4]")
 
-# The fixed parts of an entry's canonical encoding (keys sorted as JCS sorts them).
-_PREFIX: Final = b'{"request_hash":"'
-_SINGLE: Final = b'","response":'
-_SEQUENCE: Final = b'","responses":'
+# How a single entry is kept: the line as ``entry_line`` writes it. The response is
+# ``kept[_RESPONSE_AT:-1]``; the canonical entry (keys sorted) is
+# ``b"{" + kept[_SORTED_FROM:-1] + _SUFFIX``.
+_HEAD: Final = b'{"schema_version":1,"request_hash":"'
+_MID: Final = b'","response":'
+_RESPONSE_AT: Final = len(_HEAD) + 71 + len(_MID)
+_SORTED_FROM: Final = len(b'{"schema_version":1,')
 _SUFFIX: Final = b',"schema_version":1}'
-_SINGLE_START: Final = len(_PREFIX) + 71 + len(_SINGLE)
-_SUFFIX_LEN: Final = len(_SUFFIX)
+#: A single entry's length, less its response's, in either key order.
+_FIXED: Final = _RESPONSE_AT + 1
+_SEQUENCE_PREFIX: Final = b'{"request_hash":"'
+_SEQUENCE: Final = b'","responses":['
 
-_encode_sorted: Final[Callable[[Any], bytes]] = msgspec.json.Encoder(order="sorted").encode
+_encoder: Final = msgspec.json.Encoder(order="sorted")
+_encode_sorted: Final[Callable[[Any], bytes]] = _encoder.encode
+
+
+def _kept(request_hash: str, response: bytes) -> bytes:
+    return _HEAD + request_hash.encode("ascii") + _MID + response + b"}"
 
 
 class FixtureSet:
@@ -103,32 +152,50 @@ class FixtureSet:
     not this object, to ``acquire`` — the actor loads its own copy.
     """
 
-    __slots__ = ("_table", "ceilings", "fixture_set_hash", "responses", "sequence_entries")
+    __slots__ = ("_set_hash", "_table", "ceilings")
 
     def __init__(self, table: dict[str, Stored], ceilings: Ceilings) -> None:
+        # Values: a single entry's line (see ``_HEAD``), or a sequence's responses.
         self._table = table
         self.ceilings = ceilings
-        digest = hashlib.sha256(b"[")
-        sequences = 0
-        responses = 0
-        first = True
-        for request_hash in sorted(table):
-            stored = table[request_hash]
-            if not first:
-                digest.update(b",")
-            first = False
-            key = request_hash.encode("ascii")
-            if isinstance(stored, bytes):
-                responses += 1
-                digest.update(_PREFIX + key + _SINGLE + stored + _SUFFIX)
-            else:
-                sequences += 1
-                responses += len(stored)
-                digest.update(_PREFIX + key + _SEQUENCE + b"[" + b",".join(stored) + b"]" + _SUFFIX)
-        digest.update(b"]")
-        self.fixture_set_hash = "sha256:" + digest.hexdigest()
-        self.sequence_entries = sequences
-        self.responses = responses
+        self._set_hash: str | None = None
+
+    @property
+    def fixture_set_hash(self) -> str:
+        """``sha256:`` + hex sha256 of the RFC 8785 array of all entries, sorted by hash.
+
+        Computed on first use and kept: a load does not pay for it until someone asks.
+        The stored bytes are canonical already, so the array is assembled, not encoded.
+        """
+        if self._set_hash is None:
+            table = self._table
+            parts: list[bytes | memoryview] = []
+            append = parts.append
+            for request_hash in sorted(table):
+                value = table[request_hash]
+                if type(value) is bytes:
+                    append(b",{")
+                    append(memoryview(value)[_SORTED_FROM:-1])
+                    append(_SUFFIX)
+                else:
+                    append(b"," + _SEQUENCE_PREFIX + request_hash.encode("ascii") + _SEQUENCE)
+                    append(b",".join(value))  # type: ignore[arg-type]
+                    append(b"]" + _SUFFIX)
+            if parts:
+                parts[0] = bytes(parts[0])[1:]  # no comma before the first entry
+            digest = hashlib.sha256(b"[" + b"".join(parts) + b"]")
+            self._set_hash = "sha256:" + digest.hexdigest()
+        return self._set_hash
+
+    @property
+    def sequence_entries(self) -> int:
+        """How many entries hold a ``responses`` sequence."""
+        return sum(type(value) is tuple for value in self._table.values())
+
+    @property
+    def responses(self) -> int:
+        """How many responses the fixture holds (a sequence counts each element)."""
+        return sum(1 if type(value) is bytes else len(value) for value in self._table.values())
 
     def __len__(self) -> int:
         return len(self._table)
@@ -141,19 +208,23 @@ class FixtureSet:
 
     def snapshot(self) -> dict[str, Any]:
         """The safe snapshot: counts and the set hash; no payload, hash or path."""
+        sequences = self.sequence_entries
         return {
             "format_version": FORMAT_VERSION,
             "fixture_set_hash": self.fixture_set_hash,
             "entries": len(self._table),
-            "single_entries": len(self._table) - self.sequence_entries,
-            "sequence_entries": self.sequence_entries,
+            "single_entries": len(self._table) - sequences,
+            "sequence_entries": sequences,
             "responses": self.responses,
             "ceilings": self.ceilings.as_dict(),
         }
 
     def stored(self, request_hash: str) -> Stored | None:
         """The canonical response bytes (or sequence) for a hash, or None."""
-        return self._table.get(request_hash)
+        value = self._table.get(request_hash)
+        if type(value) is bytes:
+            return value[_RESPONSE_AT:-1]
+        return value
 
     def request_hashes(self) -> list[str]:
         """Every request hash in the fixture, sorted (owner-side tooling only)."""
@@ -161,7 +232,7 @@ class FixtureSet:
 
     def responses_for(self, request_hash: str) -> list[dict[str, Any]] | None:
         """Fresh decoded responses for a hash (one for a single entry), or None."""
-        stored = self._table.get(request_hash)
+        stored = self.stored(request_hash)
         if stored is None:
             return None
         items = (stored,) if isinstance(stored, bytes) else stored
@@ -217,18 +288,31 @@ def _read_checks(path: str | os.PathLike[str]) -> str | None:
 
 
 def _read_bounded(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    remaining = limit
+    """Read up to ``limit`` bytes: one read of the whole file when it is what fstat says.
+
+    A single ``os.read`` sized from ``st_size`` avoids joining chunks (a copy of the
+    whole file); the loop after it only runs when the file grew or lied about its size.
+    """
+    size = os.fstat(fd).st_size
+    first = os.read(fd, max(1, min(size + 1, limit)))
+    if not first or len(first) >= limit:
+        return first
+    chunks = [first]
+    remaining = limit - len(first)
     while remaining > 0:
         chunk = os.read(fd, min(remaining, 16 * 1024 * 1024))
         if not chunk:
             break
         chunks.append(chunk)
         remaining -= len(chunk)
-    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return first if len(chunks) == 1 else b"".join(chunks)
 
 
 # -- validating ---------------------------------------------------------------------------
+
+
+class _Restart(Exception):
+    """Internal: the optimistic pass stored a bad hash; judge the file again, strictly."""
 
 
 class _Parser:
@@ -240,9 +324,6 @@ class _Parser:
 
     def __init__(self, ceilings: Ceilings) -> None:
         self.ceilings = ceilings
-        self.table: dict[str, Stored] = {}
-        self.seen: set[str] = set()
-        self.entries = 0
         self._floats: list[str] = []
         floats = self._floats
 
@@ -252,40 +333,122 @@ class _Parser:
 
         self._decode = msgspec.json.Decoder(_Entry, float_hook=keep_float).decode
         self._decode_jcs = msgspec.json.Decoder(_Entry, float_hook=_jcs_raw).decode
+        self._reset()
+
+    def _reset(self) -> None:
+        self.table: dict[str, Stored] = {}
+        # Valid hashes of lines rejected for a later rule: they still count as seen, so
+        # a repeat of one is a duplicate whatever happened to its first line.
+        self.rejected_hashes: set[str] = set()
+        self.entries = 0
+        self.blank_lines = 0
 
     def run(self, data: bytes, on_reject: Callable[[str, int], bool]) -> bool:
         """Check every line; return True if the whole fixture is valid."""
+        try:
+            return self._run(data, on_reject, optimistic=True)
+        except _Restart:
+            self._reset()
+            return self._run(data, on_reject, optimistic=False)
+
+    def _run(self, data: bytes, on_reject: Callable[[str, int], bool], optimistic: bool) -> bool:
+        """One pass over the lines.
+
+        This loop is the hot path of a load (one turn per line, a million lines allowed),
+        so it is written flat. The optimistic pass leaves the request hash's pattern
+        unchecked on the lines it accepts and checks all stored hashes at once
+        (``_check_hashes``) before anything is reported; if one is bad, the whole pass
+        is redone strictly, so what is reported never depends on the shortcut.
+        """
         ceilings = self.ceilings
-        max_line = ceilings.max_line_bytes
-        max_depth = ceilings.max_depth
-        classes = data.translate(_CLASS_TABLE)
+        # A kept line is its response plus _FIXED bytes: bound the response so that
+        # the line is within max_line_bytes too.
+        max_stored = min(ceilings.max_response_bytes, ceilings.max_line_bytes - _FIXED)
+        lines = data.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()  # the final newline ends the last line; it starts none
+        depth = min(ceilings.max_depth - 2, _TYPED_DEPTH)
+        loose, strict = _hot_decoders(max(depth, 0))
+        decode = loose if optimistic else strict
+        # The entry count is checked line by line only when it can be exceeded.
+        hot = depth >= 0 and len(lines) <= ceilings.max_entries
+        table = self.table
+        rejected = self.rejected_hashes
+        encode_into = _encoder.encode_into
+        buffer = bytearray()
+        head = _HEAD
+        fixed = _FIXED
+        response_at = _RESPONSE_AT
+        other = self._other_line
+        checked = not optimistic
         valid = True
-        for number, start, end in _lines(data):
-            if end - start > max_line:
-                reason: str | None = "line_too_long"
-            else:
-                line = data[start:end]
-                if line[:1] == b"{" and line[-1:] == b"}":
-                    fast = (
-                        classes.count(b"[", start, end) <= max_depth
-                        and classes.find(_DIGIT_RUN, start, end) == -1
-                        and classes.find(b"4", start, end) == -1
-                    )
-                elif not line.strip(b" \t"):
-                    continue  # a blank line: skipped, but counted
+        for number, line in enumerate(lines, 1):
+            if hot:
+                try:
+                    entry = decode(line)
+                except msgspec.DecodeError:
+                    pass
                 else:
-                    fast = False
-                reason = self._line(line, fast)
-            if reason is not None:
-                valid = False
-                if not on_reject(reason, number):
-                    return False
+                    # Into one reused buffer: no allocation for the common line.
+                    encode_into(entry.response, buffer)
+                    stored: bytes | bytearray = buffer
+                    if not buffer.isascii() and _ASTRAL_LEAD.search(buffer):
+                        # msgspec orders keys by code point, RFC 8785 by UTF-16 unit.
+                        stored = canonical_json(entry.response)
+                    request_hash = entry.request_hash
+                    # Equal lengths prove no key was dropped as a duplicate (module doc).
+                    if (
+                        len(stored) + fixed == len(line)
+                        and len(stored) <= max_stored
+                        and request_hash not in table
+                        and (not rejected or request_hash not in rejected)
+                    ):
+                        if line.startswith(head) and line.startswith(stored, response_at):
+                            table[request_hash] = line
+                        else:
+                            table[request_hash] = _kept(request_hash, bytes(stored))
+                        continue
+            reason = other(line, number)
+            if reason is None:
+                continue
+            if reason == "":
+                self.blank_lines += 1
+                continue
+            valid = False
+            if not checked:
+                self._check_hashes()
+                checked = True
+                decode = strict
+            if not on_reject(reason, number):
+                return False
+        if not checked:
+            self._check_hashes()
         return valid
 
-    def _line(self, line: bytes, fast: bool) -> str | None:
-        """Validate and store one non-blank line; return the reason it is rejected."""
-        self.entries += 1
-        if fast:
+    def _check_hashes(self) -> None:
+        """Raise ``_Restart`` unless every stored hash has the required form.
+
+        Each key is 71 characters (the decoder checked); with the prefix known, the
+        other 64 are lowercase hex exactly when deleting hex digits leaves "sh:" alone.
+        """
+        keys = list(self.table)
+        if not all(map(str.startswith, keys, repeat("sha256:"))):
+            raise _Restart
+        rest = "".join(keys).encode("utf-8", "surrogatepass").translate(None, _HEX_DIGITS)
+        if rest != b"sh:" * len(keys):
+            raise _Restart
+
+    def _other_line(self, line: bytes, number: int) -> str | None:
+        """Judge a line the hot path did not accept: the reason, None, or "" if blank."""
+        if line[-1:] == b"\r":
+            line = line[:-1]
+        ceilings = self.ceilings
+        if len(line) > ceilings.max_line_bytes:
+            return "line_too_long"
+        if not line.strip(b" \t"):
+            return ""  # a blank line: skipped, but counted
+        self.entries = number - self.blank_lines
+        if line[:1] == b"{" and line[-1:] == b"}" and _plain_line(line, ceilings.max_depth):
             floats = self._floats
             floats.clear()
             try:
@@ -295,36 +458,35 @@ class _Parser:
             if entry is not None:
                 canon = _encode_sorted(entry)
                 # Equal lengths prove no key was dropped as a duplicate (module doc).
-                if len(canon) == len(line) and type(entry.schema_version) is int:
+                if (
+                    len(canon) == len(line)
+                    and not _ASTRAL_LEAD.search(line)
+                    and all(map(_finite, floats))
+                ):
                     if floats:
                         # Floats were kept as source text for the length proof; now
                         # decode again with each float in its RFC 8785 form.
                         entry = self._decode_jcs(line)
-                        canon = _encode_sorted(entry)
-                    return self._store_fast(entry, canon, line)
+                    return self._store_fast(entry)
         return self._line_slow(line)
 
-    def _store_fast(self, entry: _Entry, canon: bytes, line: bytes) -> str | None:
+    def _store_fast(self, entry: _Entry) -> str | None:
         ceilings = self.ceilings
-        if entry.schema_version != 1:
-            return self._line_slow(line)
         response = entry.response
         responses = entry.responses
         if response is not msgspec.UNSET:
             if responses is not msgspec.UNSET:
                 return self._finish(entry.request_hash, "conflicting_response", None)
-            if len(canon) - _SINGLE_START - _SUFFIX_LEN > ceilings.max_response_bytes:
-                return self._finish(entry.request_hash, "response_too_large", None)
-            stored: Stored = canon[_SINGLE_START:-_SUFFIX_LEN]
+            items: tuple[bytes, ...] = (_encode_sorted(response),)
         elif responses is not msgspec.UNSET:
             if len(responses) > ceilings.max_sequence_length:
                 return self._finish(entry.request_hash, "too_many_responses", None)
             items = tuple(map(_encode_sorted, responses))
-            if max(map(len, items)) > ceilings.max_response_bytes:
-                return self._finish(entry.request_hash, "response_too_large", None)
-            stored = items
         else:
             return self._finish(entry.request_hash, "missing_response", None)
+        if max(map(len, items)) > ceilings.max_response_bytes:
+            return self._finish(entry.request_hash, "response_too_large", None)
+        stored: Stored = items[0] if responses is msgspec.UNSET else items
         return self._finish(entry.request_hash, None, stored)
 
     def _line_slow(self, line: bytes) -> str | None:
@@ -336,24 +498,44 @@ class _Parser:
         if isinstance(value, Rejected):
             return str(value)
         reason, request_hash, stored = _check_entry(value, self.ceilings)
-        if reason is not None and request_hash is None:
+        if request_hash is None:
             return reason
-        assert request_hash is not None
         return self._finish(request_hash, reason, stored)
 
     def _finish(self, request_hash: str, reason: str | None, stored: Stored | None) -> str | None:
-        """Rules that involve other lines: duplicates and the entry count."""
-        duplicate = request_hash in self.seen
-        self.seen.add(request_hash)
-        if reason is not None:
-            return reason
-        if duplicate:
-            return "duplicate_request_hash"
-        if self.entries > self.ceilings.max_entries:
-            return "too_many_entries"
-        assert stored is not None
-        self.table[request_hash] = stored
-        return None
+        """Rules that involve other lines (duplicates, the entry count); then store."""
+        if reason is None:
+            if request_hash in self.table or request_hash in self.rejected_hashes:
+                reason = "duplicate_request_hash"
+            elif self.entries > self.ceilings.max_entries:
+                reason = "too_many_entries"
+            else:
+                assert stored is not None
+                if type(stored) is bytes:
+                    stored = _kept(request_hash, stored)
+                self.table[request_hash] = stored
+                return None
+        self.rejected_hashes.add(request_hash)
+        return reason
+
+
+def _plain_line(line: bytes, max_depth: int) -> bool:
+    """True if msgspec may judge the line: no possible integer beyond 2^53 and no more
+    openers than ``max_depth``.
+
+    In a compact line a number token follows ``":``, ``,`` or ``[``; a run of 16 digits
+    there may be beyond 2^53 (``-`` counts as a digit, so the test errs on the eager
+    side). Depth is at most the count of ``[`` and ``{``. A line that fails goes to the
+    precise checker, which decides.
+    """
+    skeleton = line.translate(_SKELETON_TABLE, _SKELETON_DELETE)
+    if any(pattern in skeleton for pattern in _BIG_INT_PATTERNS):
+        return False
+    return skeleton.count(b"[") <= max_depth
+
+
+def _finite(text: str) -> bool:
+    return math.isfinite(float(text))
 
 
 def _jcs_raw(text: str) -> msgspec.Raw:
@@ -410,21 +592,6 @@ def _check_entry(
         return "response_too_large", request_hash, None
     stored: Stored = encoded[0] if has_one else tuple(encoded)
     return None, request_hash, stored
-
-
-def _lines(data: bytes) -> Iterator[tuple[int, int, int]]:
-    """(line number, start, end) of every line, without its ``\\n`` or a ``\\r`` before it."""
-    find = data.find
-    start = 0
-    number = 0
-    size = len(data)
-    while start < size:
-        number += 1
-        nl = find(b"\n", start)
-        stop = size if nl == -1 else nl
-        end = stop - 1 if stop > start and data[stop - 1] == 0x0D else stop
-        yield number, start, end
-        start = stop + 1
 
 
 # -- the public entry points -------------------------------------------------------------

@@ -21,7 +21,7 @@ __all__ = ["Rejected", "scan_line"]
 _MAX_SAFE: Final = 2**53 - 1
 _TOKEN: Final = re.compile(
     r"""[ \t\n\r]*(?:
-        (?P<s>"(?:[^"\\\x00-\x1f]+|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")
+        (?P<s>"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+")
       | (?P<n>-?(?:0|[1-9][0-9]*)(?P<f>\.[0-9]+)?(?P<e>[eE][+-]?[0-9]+)?)
       | (?P<l>true|false|null)
       | (?P<p>[\[\]{},:])
