@@ -21,15 +21,16 @@ with the JSON path of the offending value.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from itertools import islice
-from typing import Any, Final
+from typing import Annotated, Any, Final, Union
 
 import msgspec
 
 from ._errors import RequestError
 
-__all__ = ["MAX_SAFE_INTEGER", "canonical_json", "jcs_float", "prepare"]
+__all__ = ["MAX_SAFE_INTEGER", "canonical_json", "jcs_float", "needs_key_reorder", "prepare"]
 
 #: Integers beyond this magnitude are not exactly representable as an IEEE double,
 #: which is what RFC 8785 numbers are.
@@ -212,14 +213,58 @@ def _clean(obj: dict[Any, Any] | list[Any]) -> bool:
     return True
 
 
-def prepare(value: Any, where: str = "$") -> Any:
+_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+#: How deep ``_fast_clean``'s typed check reaches; each level doubles the type tree.
+_FAST_DEPTH: Final = 9
+
+
+def _free_type(depth: int) -> Any:
+    value: Any = Union[None, bool, _SafeInt, str]  # noqa: UP007 - built at run time
+    for _ in range(depth):
+        value = Union[None, bool, _SafeInt, str, list[value], dict[str, value]]  # noqa: UP007
+    return dict[str, value]
+
+
+# A Struct wraps the type so msgspec builds its (large) type tree once, not per call.
+_FreeObject: Final = msgspec.defstruct("_FreeObject", [("v", _free_type(_FAST_DEPTH))])
+_ASTRAL_BYTES: Final = re.compile(rb"[\xf0-\xf4]")
+
+
+def _fast_clean(obj: dict[Any, Any]) -> bool:
+    """True when ``obj`` is in the JSON domain without floats, checked in C.
+
+    msgspec's typed conversion checks key and value types, integer bounds and depth; it
+    also turns sets and tuples into lists, so the copy is compared with the original
+    (in C): any such conversion makes them differ and sends ``obj`` the slow way. Key
+    order under UTF-16 is not checked here (see ``needs_key_reorder``).
+    """
+    try:
+        converted = msgspec.convert({"v": obj}, _FreeObject).v  # type: ignore[attr-defined]
+    except msgspec.ValidationError:
+        return False
+    return bool(converted == obj)
+
+
+def needs_key_reorder(encoded: bytes) -> bool:
+    """True if ``encoded`` holds a character outside the BMP (maybe in a key, whose order
+    msgspec and RFC 8785 disagree on): the value must be prepared with ``fast=False``."""
+    return not encoded.isascii() and _ASTRAL_BYTES.search(encoded) is not None
+
+
+def prepare(value: Any, where: str = "$", *, fast: bool = True) -> Any:
     """Check ``value`` is in the JSON domain and patch it for msgspec's sorted encoder.
 
     Returns ``value`` itself when nothing needed patching (the common case), else a
     copy of the containers on the path to each patched float or astral-keyed object.
     Raises ``RequestError`` naming the JSON path of the first offending value.
+
+    ``fast`` lets a dict be checked by ``_fast_clean``, which does not look at key
+    order: the caller must then check the encoding with ``needs_key_reorder`` and, if
+    it says so, prepare again with ``fast=False``.
     """
     try:
+        if type(value) is dict and fast and _fast_clean(value):
+            return value
         if (type(value) is dict or type(value) is list) and _clean(value):
             return value
         return _prep(value)
@@ -236,7 +281,10 @@ def canonical_json(value: Any) -> bytes:
     Accepts dicts with string keys, lists, tuples, str, int within +-(2^53 - 1),
     finite floats, bool and None; anything else raises ``RequestError``.
     """
-    return encode_prepared(prepare(value), value)
+    encoded = encode_prepared(prepare(value), value)
+    if needs_key_reorder(encoded):
+        encoded = encode_prepared(prepare(value, fast=False), value)
+    return encoded
 
 
 def encode_prepared(prepared: Any, original: Any, where: str = "$") -> bytes:

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-from ._canonical import encode_prepared, prepare
+from ._canonical import encode_prepared, needs_key_reorder, prepare
 from ._errors import RequestError
 
 __all__ = [
@@ -89,7 +89,7 @@ def _unstruct(value: Any) -> Any:
     return value
 
 
-def normalise_request(request: RequestLike) -> Request:
+def normalise_request(request: RequestLike, *, fast: bool = True) -> Request:
     """Validate ``request`` and return a fresh, checked ``Request``.
 
     Raises ``RequestError`` saying what is wrong and where (a JSON path).
@@ -107,32 +107,37 @@ def normalise_request(request: RequestLike) -> Request:
     except msgspec.ValidationError as exc:
         message = str(exc)
     else:
-        _prepare_free_fields(req)
+        _prepare_free_fields(req, fast)
         return req
     # Raised outside the except block: no chained parser exception to carry along.
     raise RequestError(f"invalid request: {message}")
 
 
-def _prepare_free_fields(req: Request) -> None:
+def _prepare_free_fields(req: Request, fast: bool) -> None:
     """Check and patch, in place on our fresh copy, every free-form field."""
     for i, message in enumerate(req.messages):
         if type(message.content) is list:
-            message.content = prepare(message.content, f"$.messages[{i}].content")
+            message.content = prepare(message.content, f"$.messages[{i}].content", fast=fast)
     for i, tool in enumerate(req.tools):
         if tool.parameters:
-            tool.parameters = prepare(tool.parameters, f"$.tools[{i}].parameters")
+            tool.parameters = prepare(tool.parameters, f"$.tools[{i}].parameters", fast=fast)
     if type(req.tool_choice) is dict:
-        req.tool_choice = prepare(req.tool_choice, "$.tool_choice")
+        req.tool_choice = prepare(req.tool_choice, "$.tool_choice", fast=fast)
     if req.response_format is not None:
-        req.response_format = prepare(req.response_format, "$.response_format")
+        req.response_format = prepare(req.response_format, "$.response_format", fast=fast)
     if req.params:
-        req.params = prepare(req.params, "$.params")
+        req.params = prepare(req.params, "$.params", fast=fast)
 
 
 def canonical_request(request: RequestLike) -> bytes:
     """The RFC 8785 bytes of the normalised request (what ``request_hash`` hashes)."""
     req = normalise_request(request)
-    return encode_prepared(req, req)
+    encoded = encode_prepared(req, req)
+    if needs_key_reorder(encoded):
+        # A character outside the BMP: prepare again, ordering such keys as JCS does.
+        req = normalise_request(request, fast=False)
+        encoded = encode_prepared(req, req)
+    return encoded
 
 
 def request_hash(request: RequestLike) -> str:
