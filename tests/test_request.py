@@ -1,0 +1,140 @@
+"""Request validation, normalisation and hash (SPEC §2)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+import rfc8785
+
+from replay_actor import Message, Request, RequestError, Tool, ToolCall, request_hash
+from replay_actor._request import canonical_request, normalise_request
+
+BASE: dict[str, Any] = {
+    "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "weather in Paris?"},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c1", "name": "weather", "arguments": '{"city":"Paris"}'}],
+        },
+        {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
+    ],
+    "tools": [
+        {
+            "name": "weather",
+            "description": "forecast",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"maximum": 7}},
+            },
+        }
+    ],
+    "params": {"temperature": 0.7, "max_tokens": 64},
+}
+
+
+def test_hash_is_sha256_of_rfc8785() -> None:
+    expected = "sha256:" + hashlib.sha256(rfc8785.dumps(BASE)).hexdigest()
+    assert request_hash(BASE) == expected
+    assert canonical_request(BASE) == rfc8785.dumps(BASE)
+
+
+def test_struct_and_mapping_hash_alike() -> None:
+    struct = Request(
+        messages=[
+            Message(role="system", content="be brief"),
+            Message(role="user", content="weather in Paris?"),
+            Message(
+                role="assistant",
+                tool_calls=[ToolCall(id="c1", name="weather", arguments='{"city":"Paris"}')],
+            ),
+            Message(role="tool", content="sunny", tool_call_id="c1"),
+        ],
+        tools=[
+            Tool(name="weather", description="forecast", parameters=BASE["tools"][0]["parameters"])
+        ],
+        params={"temperature": 0.7, "max_tokens": 64},
+    )
+    assert request_hash(struct) == request_hash(BASE)
+
+
+def test_defaults_hash_as_absent() -> None:
+    plain = {"messages": [{"role": "user", "content": "hi"}]}
+    noisy: dict[str, Any] = {
+        "messages": [{"role": "user", "content": "hi", "tool_calls": [], "name": None}],
+        "tools": [],
+        "params": {},
+        "tool_choice": None,
+        "response_format": None,
+    }
+    assert request_hash(plain) == request_hash(noisy)
+    assert request_hash({"messages": [{"role": "user"}]}) == request_hash(
+        {"messages": [{"role": "user", "content": None}]}
+    )
+
+
+def test_one_and_one_point_zero_hash_alike() -> None:
+    one = {"messages": [{"role": "user", "content": "x"}], "params": {"temperature": 1}}
+    other = {"messages": [{"role": "user", "content": "x"}], "params": {"temperature": 1.0}}
+    assert request_hash(one) == request_hash(other)
+
+
+def test_key_order_never_matters() -> None:
+    reordered = {key: BASE[key] for key in reversed(list(BASE))}
+    reordered["params"] = {"max_tokens": 64, "temperature": 0.7}
+    assert request_hash(reordered) == request_hash(BASE)
+
+
+def test_non_bmp_keys_in_free_fields() -> None:
+    request: dict[str, Any] = {
+        "messages": [{"role": "user", "content": "\U0001f600"}],
+        "params": {"\U0001f600": 1, "\uff61": 2},
+        "tools": [{"name": "t", "parameters": {"\U00010000": {"\uffff": 1}, "a": 2}}],
+    }
+    assert canonical_request(request) == rfc8785.dumps(request)
+
+
+@pytest.mark.parametrize(
+    ("request_value", "where"),
+    [
+        ({"messages": [{"role": "user"}], "extra": 1}, "extra"),
+        ({"messages": []}, "messages"),
+        ({}, "messages"),
+        ({"messages": [{"role": "robot"}]}, "$.messages[0].role"),
+        ({"messages": [{"role": "user", "colour": 1}]}, "colour"),
+        ({"messages": [{"role": "user"}], "params": {"a": {1, 2}}}, "$.params.a"),
+        ({"messages": [{"role": "user"}], "params": {"a": 2**60}}, "$.params.a"),
+        ({"messages": [{"role": "user"}], "params": {"a": float("nan")}}, "$.params.a"),
+        (
+            {"messages": [{"role": "user"}], "tools": [{"name": "t", "parameters": {"a": b"x"}}]},
+            "$.tools[0].parameters.a",
+        ),
+        (
+            {"messages": [{"role": "user"}], "tools": [{"name": "t", "parameters": {"a": (1,)}}]},
+            None,
+        ),
+        ({"messages": [{"role": "user", "content": [{"t": {1: 2}}]}]}, "$.messages[0].content"),
+    ],
+)
+def test_invalid_requests_say_where(request_value: dict[str, Any], where: str | None) -> None:
+    if where is None:  # a tuple is a JSON array: accepted, hashed like a list
+        listed = {**request_value, "tools": [{"name": "t", "parameters": {"a": [1]}}]}
+        assert request_hash(request_value) == request_hash(listed)
+        return
+    with pytest.raises(RequestError) as info:
+        request_hash(request_value)
+    assert isinstance(info.value, ValueError)
+    assert where in str(info.value)
+
+
+def test_not_a_mapping() -> None:
+    with pytest.raises(RequestError):
+        normalise_request([1, 2])  # type: ignore[arg-type]
+
+
+def test_normalise_does_not_mutate_the_caller() -> None:
+    request = {"messages": [{"role": "user"}], "params": {"t": 0.5, "n": [1.0]}}
+    request_hash(request)
+    assert request == {"messages": [{"role": "user"}], "params": {"t": 0.5, "n": [1.0]}}
