@@ -1,0 +1,74 @@
+"""Fuzzing the loader: any bytes either load or raise FixtureError with a known reason."""
+
+from __future__ import annotations
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replay_actor import Ceilings, FixtureError
+from replay_actor._errors import FIXTURE_REASONS
+from replay_actor._fixture import _Parser, entry_line, parse_fixture
+
+H = "sha256:" + "b" * 64
+VALID = [
+    entry_line(H, response={"content": "hi", "usage": {"t": 3}, "x": [1, 2.5, None]}),
+    entry_line("sha256:" + "c" * 64, responses=[{"a": "\U0001f600"}, {"b": True}]),
+    b'{"request_hash":"sha256:' + b"d" * 64 + b'","response":{"k":-0},"schema_version":1}',
+]
+CEILINGS = [Ceilings(), Ceilings(max_depth=3, max_response_bytes=40, max_entries=2)]
+ALPHABET = b'{}[]",:0123456789-.eE\\u \t\r\nabf\xff\xf0\x9f'
+
+
+def check(data: bytes, ceilings: Ceilings) -> None:
+    error: FixtureError | None = None
+    try:
+        fixture = parse_fixture(data, ceilings)
+    except FixtureError as exc:
+        error = exc
+    if error is not None:
+        assert error.reason in FIXTURE_REASONS
+        assert error.line is not None and 1 <= error.line <= data.count(b"\n") + 1
+        assert error.__context__ is None
+    else:
+        assert fixture.snapshot()["entries"] == len(fixture)
+        for request_hash in fixture.request_hashes():
+            stored = fixture.stored(request_hash)
+            for item in (stored,) if isinstance(stored, bytes) else stored or ():
+                msgspec.json.decode(item)
+    found: list[tuple[str, int]] = []
+
+    def keep(reason: str, number: int) -> bool:
+        found.append((reason, number))
+        return True
+
+    _Parser(ceilings).run(data, keep)
+    assert all(reason in FIXTURE_REASONS for reason, _ in found)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=300), st.sampled_from(CEILINGS))
+def test_arbitrary_bytes(data: bytes, ceilings: Ceilings) -> None:
+    check(data, ceilings)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> bytes:
+    lines = draw(st.lists(st.sampled_from(VALID), min_size=1, max_size=4))
+    data = bytearray(b"\n".join(lines))
+    for _ in range(draw(st.integers(0, 4))):
+        index = draw(st.integers(0, len(data)))
+        op = draw(st.integers(0, 2))
+        if op == 0 and index < len(data):
+            del data[index]
+        elif op == 1 and index < len(data):
+            data[index] = draw(st.sampled_from(ALPHABET))
+        else:
+            data.insert(index, draw(st.sampled_from(ALPHABET)))
+    return bytes(data)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated(), st.sampled_from(CEILINGS))
+def test_mutated_valid_lines(data: bytes, ceilings: Ceilings) -> None:
+    check(data, ceilings)
