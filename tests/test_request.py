@@ -138,3 +138,16 @@ def test_normalise_does_not_mutate_the_caller() -> None:
     request = {"messages": [{"role": "user"}], "params": {"t": 0.5, "n": [1.0]}}
     request_hash(request)
     assert request == {"messages": [{"role": "user"}], "params": {"t": 0.5, "n": [1.0]}}
+
+
+def test_several_tools_are_checked_strictly() -> None:
+    def request(parameters: dict[Any, Any]) -> dict[str, Any]:
+        tools = [{"name": "a", "parameters": {"x": 1}}, {"name": "b", "parameters": parameters}]
+        return {"messages": [{"role": "user"}], "tools": tools}
+
+    for bad in ({"s": {1, 2}}, {"b": b"x"}, {"n": 2**53}, {1: 2}, {"f": float("inf")}):
+        with pytest.raises(RequestError, match=r"\$\.tools\[1\]\.parameters"):
+            request_hash(request(bad))
+    assert request_hash(request({"t": (1, 2)})) == request_hash(request({"t": [1, 2]}))
+    floats = request({"min": 1.0, "k": {"\U0001f600": 0.5, "a": 1}})
+    assert canonical_request(floats) == rfc8785.dumps(floats)
