@@ -54,7 +54,15 @@ from ._fixture import FixtureSet, load_fixture
 from ._inspection import InspectionRecord, open_inspection_record
 from ._wire import Channel, set_timeouts
 
-__all__ = ["READY", "ActorConfig", "owner_identity", "serve", "serve_forked", "set_process_name"]
+__all__ = [
+    "READY",
+    "ActorConfig",
+    "owner_identity",
+    "serve",
+    "serve_forked",
+    "set_process_name",
+    "trim_heap",
+]
 
 READY: Final = b"OK"
 _FIXTURE_REJECTED: Final = b"FE"
@@ -126,6 +134,7 @@ class Actor:
         fixture = cached
         if fixture is None:
             fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
+            trim_heap()
         self.fixture = fixture
         self.snapshot_base = fixture.snapshot()
         self.cursors: dict[str, int] = {}
@@ -334,6 +343,17 @@ def _notify_closed(conns: set[Channel], primary: Channel) -> None:
                 conn.send(b"Z")
             except OSError:
                 pass
+
+
+def trim_heap() -> None:
+    """Hand the loader's freed scratch memory back to the kernel (glibc keeps it
+    otherwise, and a forked actor would count it in its RSS); best effort."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def set_process_name(name: str) -> None:

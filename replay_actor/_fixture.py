@@ -152,13 +152,16 @@ class FixtureSet:
     not this object, to ``acquire`` — the actor loads its own copy.
     """
 
-    __slots__ = ("_set_hash", "_table", "ceilings")
+    __slots__ = ("_counts", "_set_hash", "_table", "ceilings")
 
     def __init__(self, table: dict[str, Stored], ceilings: Ceilings) -> None:
         # Values: a single entry's line (see ``_HEAD``), or a sequence's responses.
         self._table = table
         self.ceilings = ceilings
         self._set_hash: str | None = None
+        # (sequence entries, responses), counted once: the actor forked from the zygote
+        # must not walk (and so copy-on-write) the whole table for a snapshot.
+        self._counts: tuple[int, int] | None = None
 
     @property
     def fixture_set_hash(self) -> str:
@@ -187,15 +190,27 @@ class FixtureSet:
             self._set_hash = "sha256:" + digest.hexdigest()
         return self._set_hash
 
+    def _count(self) -> tuple[int, int]:
+        if self._counts is None:
+            sequences = responses = 0
+            for value in self._table.values():
+                if type(value) is bytes:
+                    responses += 1
+                else:
+                    sequences += 1
+                    responses += len(value)
+            self._counts = (sequences, responses)
+        return self._counts
+
     @property
     def sequence_entries(self) -> int:
         """How many entries hold a ``responses`` sequence."""
-        return sum(type(value) is tuple for value in self._table.values())
+        return self._count()[0]
 
     @property
     def responses(self) -> int:
         """How many responses the fixture holds (a sequence counts each element)."""
-        return sum(1 if type(value) is bytes else len(value) for value in self._table.values())
+        return self._count()[1]
 
     def __len__(self) -> int:
         return len(self._table)

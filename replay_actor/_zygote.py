@@ -39,7 +39,7 @@ from typing import Final
 
 import msgspec
 
-from ._actor import ActorConfig, serve_forked, set_process_name
+from ._actor import ActorConfig, serve_forked, set_process_name, trim_heap
 from ._ceilings import Ceilings
 from ._errors import ActorLost, FixtureError
 from ._fixture import FixtureSet, load_fixture
@@ -94,6 +94,8 @@ class FixtureCache:
         self._entries[key] = (identity, fixture)
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
+        gc.collect()
+        trim_heap()  # what the parse freed must not count in every child's RSS
         gc.freeze()  # keep the table out of the children's collections
 
     def get(self, config: ActorConfig) -> FixtureSet | None:
