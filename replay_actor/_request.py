@@ -146,9 +146,3 @@ def canonical_request(request: RequestLike) -> bytes:
 def request_hash(request: RequestLike) -> str:
     """``sha256:`` + hex sha256 of the canonical JSON of the normalised request."""
     return "sha256:" + hashlib.sha256(canonical_request(request)).hexdigest()
-
-
-def to_plain(req: Request) -> dict[str, Any]:
-    """The normalised request as plain JSON types (defaults omitted)."""
-    result: dict[str, Any] = msgspec.json.decode(canonical_request(req))
-    return result
