@@ -118,15 +118,7 @@ def _prep_dict(obj: dict[Any, Any]) -> Any:
             new_key = str(key)  # a str subclass: hash its plain text
         if not astral and not new_key.isascii() and _has_astral(new_key):
             astral = True
-        t = type(item)
-        if t is str or t is bool or item is None:
-            new = item
-        elif t is int:
-            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                raise _Invalid
-            new = item
-        else:
-            new = _prep(item)
+        new = _prep(item)
         if out is None and (new is not item or new_key is not key):
             # First change: copy what came before; the caller's dict is never mutated.
             out = dict(islice(obj.items(), index))
@@ -141,15 +133,7 @@ def _prep_dict(obj: dict[Any, Any]) -> Any:
 def _prep_list(seq: list[Any] | tuple[Any, ...]) -> Any:
     out: list[Any] | None = None
     for index, item in enumerate(seq):
-        t = type(item)
-        if t is str or t is bool or item is None:
-            new = item
-        elif t is int:
-            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                raise _Invalid
-            new = item
-        else:
-            new = _prep(item)
+        new = _prep(item)
         if out is None and new is not item:
             out = list(seq[:index])
         if out is not None:
