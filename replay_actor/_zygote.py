@@ -27,6 +27,7 @@ process is gone. Actors already forked live on under their own rules.
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import signal
@@ -220,5 +221,22 @@ class Zygote:
         return None if self._popen is None else self._popen.pid
 
 
+    def shutdown(self, wait: float = 1.0) -> None:
+        """At interpreter exit: close the channel and reap the zygote ourselves, so it
+        does not outlive us as an orphan for init to collect."""
+        with self._lock:
+            control, self._control = self._control, None
+            popen, self._popen = self._popen, None
+        if control is not None:
+            control.close()  # EOF: the zygote exits
+        if popen is not None:
+            try:
+                popen.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                popen.kill()
+                popen.wait()
+
+
 zygote = Zygote()
 os.register_at_fork(after_in_child=zygote.after_fork_in_child)
+atexit.register(zygote.shutdown)
