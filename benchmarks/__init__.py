@@ -9,6 +9,7 @@ shared machine lands on both sides. Modules, one concern each:
 - ``procs``     -- the bare reference children (echo, no-op, owner) and their reaping
 - ``calls``     -- P1, P2 (and the size series), P4, P8
 - ``vcr_peer``  -- P3, VCR.py playback in a child process under a time budget
+- ``minizygote`` -- P5's strict reference: a no-op child forked from a warm process
 - ``lifecycle`` -- P5 acquire -> ready, P7 owner SIGKILL -> actor gone, idle CPU
 - ``loading``   -- P6 fixture load throughput
 - ``concurrency`` -- P9 threads, processes, asyncio tasks

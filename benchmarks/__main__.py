@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 
 from . import calls, concurrency, lifecycle, loading, report, vcr_peer
-from .procs import stop_resource_tracker
+from .procs import actors_alive, stop_resource_tracker, stop_zygote
 from .timing import Config, Row
 from .workload import cache_dir
 
@@ -90,6 +90,16 @@ def main(argv: list[str] | None = None) -> int:
         stop_resource_tracker()
     rows.sort(key=lambda r: (int(r.id[1]), r.id))
     duration = time.perf_counter() - started
+    # Every provider was released, so every actor has exited (release waits for it);
+    # give a late one a moment, then end the run's zygote, which the library keeps
+    # for the life of this process.
+    deadline = time.monotonic() + 2.0
+    while actors_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for actor in actors_alive():
+        errors.append(f"an actor was left running: pid {actor.pid}")
+        actor.kill()  # our descendant (the zygote's child), stopped by its PID
+    stop_zygote()
     leftovers = _leftover_children()
     for child in leftovers:
         errors.append(f"a child process was left running: pid {child.pid}")

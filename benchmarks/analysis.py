@@ -15,9 +15,16 @@ METHOD: Final = """\
 - **P1/P2/P8**: four acquisitions (100, 1k, 10k, 100k entries) held at once; every round
   times a batch of `complete()` calls on each, a batch of local `request_hash` calls and
   a batch of 100-byte round trips over a `multiprocessing.Pipe` to an echo child started
-  by a *spawn* context. A round's floor is its hash time plus its echo time. P8 reads
-  the 100k actor's RSS (psutil) after those calls, against a bare interpreter started as
-  the actor is that has imported `replay_actor`.
+  by a *spawn* context. A round's floor is its hash time plus its echo time.
+- **P8**: the 100k actor's RSS (psutil), USS and PSS (`memory_full_info`) and its
+  zygote's RSS, after 300 calls, twice: P8a in a fresh worker process that acquires only
+  that fixture (its zygote caches nothing else), P8b the P1 run's actor (its zygote also
+  caches the 100, 1k and 10k fixtures). The baseline is an interpreter started as the
+  zygote is (`python -P -c`, same environment) that has imported `replay_actor._zygote`,
+  i.e. all the code an actor runs. An actor is a fork of the zygote: its RSS counts every
+  page it shares with the zygote copy-on-write (the interpreter and the parsed table),
+  so RSS says what the actor can touch, USS what it alone costs (about 2 MB), and PSS
+  splits the shared pages between the two.
 - **P3**: the cassette (YAML, vcrpy format version 1) is written by the benchmark: N
   POSTs of distinct realistic requests to `http://127.0.0.1:9/v1/chat/completions`, the
   realistic request last. VCR.py (`record_mode="none"`,
@@ -29,9 +36,27 @@ METHOD: Final = """\
   RFC 8785, the speed floor) and vs `sha256(rfc8785.dumps(req))` (the reference). The
   run first asserts `canonical_request(req) == rfc8785.dumps(req)` byte for byte (the
   realistic request is already normalised; also asserted).
-- **P5**: `acquire()` to ready on a 1k-entry fixture (release not timed) vs a no-op
-  `subprocess.Popen([sys.executable, "-c", ...])` with the same environment and a passed
-  socket fd, timed until it writes "OK" on it. The run's first acquisition is not timed.
+- **P5**: `acquire()` to ready on a 1k-entry fixture (release not timed; the run's first
+  acquisition, which starts the zygote, not timed), interleaved with four references,
+  each timed from the socketpair until the child's first bytes arrive on our end.
+  *P5a*, SPEC's "a bare no-op child started the same way" read strictly (an actor is
+  a child forked by the warm zygote, so the reference is too): a benchmark-owned
+  mini-zygote (`benchmarks/minizygote.py`), started as the zygote is
+  (`subprocess.Popen([sys.executable, "-P", "-c", ...])`, same environment, a
+  `SOCK_SEQPACKET` control socket), that has imported `replay_actor._zygote` and ignores
+  SIGCHLD; per request it receives the child's socket over `SCM_RIGHTS`, forks a child
+  that writes "OK" on it and `os._exit(0)`s, and replies with the PID, as the zygote
+  does. To split the difference, a second mini-zygote holds the parsed 1k-entry
+  fixture (parsed by the zygote's own `FixtureCache`) and forks either the same no-op
+  child or the real actor (`serve_forked`), timed until its READY frame. *P5b*, the
+  old floor (how actors used to be started): a no-op
+  `subprocess.Popen([sys.executable, "-c", ...])` with the same environment and a
+  passed socket fd, until it writes "OK". P5a/P5b run in a worker process of their own
+  (`python -m benchmarks.lifecycle`) whose zygote has only ever acquired the 1k
+  fixture; *P5c* repeats P5a in the benchmark's own process, whose zygote caches the
+  100k, 10k, 100 and 1k fixtures (the P1 run's state, set up explicitly), with the
+  second mini-zygote holding the same four tables. The steps are differences of
+  medians.
 - **P6**: `load_fixture` of the 100k-line file vs reading the file and
   `msgspec.json.decode` of every line, no validation; reading included on both sides.
 - **P7**: per kill, a fresh owner process and acquisition; pidfds opened on both while
@@ -42,18 +67,23 @@ METHOD: Final = """\
   are told to go together, and aggregate throughput is all calls over first start to
   last end; asyncio gathers 400 `acomplete()` tasks (report only).
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
-  released, and the run checks that no child process is left at the end.
+  released, and the run checks that no child process is left at the end: first that no
+  `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own
+  zygote (`replay-zygote`, found by PID and checked by name; the library keeps it for
+  the life of the process) through the library's exit path, which closes its channel
+  and reaps it; worker processes' zygotes end with their worker in the same way.
 """
 
 ANALYSIS: Final[dict[str, str]] = {
     "P1": """\
 `complete()` is `request_hash` in the caller plus one round trip to the actor over an
-AF_UNIX socket (a multiprocessing `Connection`), which is what the floor is made of, so
-the two differ only by the handle's lock, the reply's decoding (~300 bytes) and the
-actor's dictionary lookup. A miss here is noise: on a shared 2-core machine one round
-of the echo and of `complete()` can land on different sides of another job's burst;
-compare the IQRs, and the median of per-round ratios in the "what" column (each
-round's `complete()` batch against the floor measured right next to it), which is less
+AF_UNIX stream socket (`_wire.Channel`: a 4-byte length and the payload, one write, a
+buffered read), which is what the floor is made of, so the two differ only by the
+thread's channel lookup and lock, the reply's decoding (~300 bytes) and the actor's
+dictionary lookup. A miss here is noise: on a shared 2-core machine one round of the
+echo and of `complete()` can land on different sides of another job's burst; compare
+the IQRs, and the median of per-round ratios in the "what" column (each round's
+`complete()` batch against the floor measured right next to it), which is less
 sensitive to drift than the ratio of the two medians.""",
     "P2": """\
 The actor's table is a dict keyed by the request hash, so a lookup does not depend on
@@ -61,63 +91,87 @@ the fixture's size; the only size effect is cache misses on a larger heap. A mis
 this target is noise between the interleaved batches (compare the IQRs, and the
 series in the plot, which should be flat).""",
     "P8": """\
-What the actor holds for the 100k-entry fixture: a dict of 100k `str` hashes (~120
-bytes each with the object header) to `bytes` values, plus the table's own slots. In
-this run's loader each stored value was ~490 bytes (the whole ~460-byte line is kept,
-not only the ~300-byte response), so the live table alone is ~65 MB (tracemalloc),
-and the load peaks at ~127 MB traced: memory freed after the peak (per-line
-temporaries, in small blocks) stays in the process, as glibc does not return
-fragmented heap pages to the OS. What would close the gap (library change, not made
-here): store only the response bytes, avoid whole-file temporaries, and after the
-load call `malloc_trim(0)` (ctypes, glibc only) in the actor to hand freed pages back.""",
+The actor is a fork of the zygote, and RSS counts every page the two share
+copy-on-write: the interpreter and the whole parsed table (the zygote parses the
+fixture and the actor inherits it; `gc.freeze()` keeps the collector from dirtying it),
+so the actor's RSS is about the zygote's, less the library pages the child has not
+touched yet, while its USS (pages only the actor maps) is ~2 MB. The table itself is
+~1.3-1.4 x the file: 100k `str` hashes (~120 bytes each with the header) and a `bytes`
+object per entry holding the kept line, plus the dict's slots; the parse's scratch is
+returned to the kernel (`malloc_trim`) before the fork. P8b's actor also maps the three
+smaller fixtures its zygote caches for the P1 run (~8 MB, ~0.17 x this file), pages it
+never touches and does not own: that is what separates P8b from P8a, and it is shared
+memory, not the actor's (see USS/PSS in the "what" column). What would lower RSS itself
+(library change, not made here): keep only the response bytes per entry, or one
+contiguous buffer of responses with offsets.""",
     "P4a": """\
-Profile (cProfile, 2,000 hashes of the realistic request): about half of
-`request_hash` is `normalise_request` -> `_prepare_free_fields` ->
-`_canonical._clean`, a Python-level recursive walk over every free-form value (here
-the five tools' JSON-schema `parameters`, ~35 nodes each, plus `params`) that checks
-the JSON domain and replaces floats by their RFC 8785 text. `msgspec.convert` (3 us),
-the sorted encode (8 us) and sha256 of 17 KB (~10 us) are the floor's own costs. What
-would close the gap (library change, not made here): check and patch free-form values
-in C instead of walking them, e.g. encode each with msgspec (which already rejects
-non-JSON types), then decode it again with a `float_hook` that yields the JCS text as
-`msgspec.Raw`, and look for the rare cases (integers beyond 2^53, keys outside the
-BMP) with a byte scan of the encoded text; walk in Python only when that scan hits.""",
+Timed alone (3,000 hashes): `request_hash` ~39 us = `canonical_request` ~25 us + sha256
+of ~17 KB ~10 us (+ the hex digest and prefix); the floor is the sorted encode ~8.7 us +
+the same sha256 ~9.7 us, ~18.4 us. What lies above the floor (cProfile): two
+`msgspec.convert` calls (the typed check of the request and of every tool schema, ~10
+us together) and the Python-level preparation of the free-form values
+(`_prepare_free_fields` -> `_canonical._prep_dict` / `all_clean`: the JSON-domain
+check of the tools' `parameters` and `params`, the cached JCS float text, ~8-10 us);
+the encode itself costs about the floor's. The ratio sits at ~1.9-2.0, so on this
+shared machine it can tip either way with the noise (compare the IQRs). What would
+close the gap with margin (library change, not made here): one `convert` instead of
+two, and skipping the free-form walk when a byte scan of the encoded values shows no
+float and no integer beyond 2^53.""",
     "P4b": """\
-The same cost as P4a: the `rfc8785` package is itself fairly quick on this request
-(mostly long strings, which it escapes with a regular expression), so the speed-up
-is capped by the Python-level walk of the free-form fields in `request_hash`. Bytes
-are identical (asserted before timing).""",
+The `rfc8785` package is itself fairly quick on this request (mostly long strings,
+which it escapes with a regular expression), so the speed-up is capped by what
+`request_hash` spends beyond the sorted encode and the hash (P4a). Bytes are
+identical (asserted before timing).""",
     "P5": """\
-`python -X importtime -c "from replay_actor._actor import main"`: importing the actor
-runs `replay_actor/__init__.py`, which imports the whole public API: `_provider`
-(asyncio, ~25 ms), `_manifest` -> `_live` (`importlib.metadata`, email parsing,
-~20 ms), `_record`, besides what the actor needs (msgspec ~14 ms, psutil ~12 ms,
-`_canonical`, `_fixture`, selectors, `multiprocessing.connection`). That is about
-100 ms of imports against a ~25 ms bare interpreter; the 1k-entry fixture's load is a
-few ms. What would close the gap (library change, not made here): make the package's
-`__init__` lazy (PEP 562 `__getattr__` for `open_provider`, the live and record
-providers, and asyncio in `_provider`), so that `python -c "from replay_actor._actor
-import main"` imports only the actor's modules; dropping psutil from the actor (pidfd
-plus `/proc/PID/stat` start time for the owner's identity) would save ~12 ms more. The
-floor itself is the interpreter's start-up including `site` and the editable install's
-path finder.""",
+P5a reads SPEC's "a bare no-op child started the same way" strictly: an actor is a
+child forked by the warm zygote, so its floor is a no-op child forked by a warm
+process started as the zygote is. (P5b, against a fresh interpreter as actors used to
+be started, is the loose reading.) The steps, differences of this run's medians, are
+under "Measured steps". The fork itself is the floor: a no-op child of a warm ~23 MB
+interpreter costs ~1.7-2.9 ms on this machine (page tables copied, then the child's
+first writes fault copy-on-write pages), against ~17-25 ms for a fresh interpreter.
+Holding the parsed 1k-entry table adds nothing measurable (a few hundred kilobytes).
+The actor's set-up in the child adds ~1.5-2 ms, i.e. most of the floor again, which is
+why the ratio sits near 2. Timed inside a forked child (a probe, not part of the run):
+the first file open and the process name (`/proc/self/comm`) ~0.3-1 ms, nearly all
+copy-on-write faults of the first Python work after the fork; the owner's pidfd and
+psutil identity (`Process`, `status`, `create_time`: three reads of `/proc`) ~0.45 ms;
+wrapping the cached table (`Actor`) ~0.1 ms; the listener bind ~0.13 ms; the cache's stat
+identity check ~0.2 ms. The acquirer's side and the zygote's protocol (owner identity in
+the acquirer, the config's JSON, the actor's pidfd, the handle) are within the noise.
+What would lower it (library change, not made here): `prctl(PR_SET_NAME)` instead of
+opening `/proc/self/comm`, the owner's create time read once from `/proc/PID/stat`
+instead of through psutil, and less Python run in the child before READY (each first
+touch of a page costs a copy-on-write fault).""",
+    "P5c": """\
+P5c is P5a with a zygote that also caches the 100k, 10k and 100-entry fixtures (the
+P1 run's state): forking a process that holds ~70 MB of tables copies their page
+tables, which the "held by the forking process" step measures (~+0.8-0.9 ms), and
+the actor's set-up in such a child costs more too (~1.5-2.2 ms: more copy-on-write
+faults), while the forked no-op floor holds no table at all. This is what an
+orchestrator pays when it acquires a small fixture after large ones: the zygote keeps
+the last four parsed fixtures. What would lower it (library change, not made here):
+besides P5's levers, not caching fixtures above a size in the zygote that forks for
+small ones (e.g. one zygote per large fixture), or fewer pages per table (P8's
+levers).""",
     "P6": """\
-Profile (cProfile, one load of the 100k-line file): the per-line Python loop in
-`_Parser.run` (slicing each line, the depth/number pre-checks, `_store_fast`,
-`_finish`) costs about as much as msgspec's typed decode itself, and every line is
-also re-encoded (sorted) to obtain the canonical response bytes and to prove that no
-key was duplicated; `bytes.translate` of the whole file for the fast-path classes and
-the line splitting add two more passes. The floor decodes each line once and keeps
-nothing. The loader is being optimised by its owner; this row is a measurement.""",
+Profile (cProfile, one load of the 100k-line file): about half the time is the
+per-line Python loop in `_Parser._run` itself (slicing, the length and ceiling checks,
+the table insert), the rest msgspec's typed decode of each line, one re-encode of each
+response into a reused buffer (the canonical bytes, and the proof that no key was a
+duplicate), the split of the file into lines and the read. The floor decodes each line
+untyped once and keeps nothing, so the share sits at ~0.5: the remaining lever is
+moving the per-line work out of Python (e.g. decoding the whole file as one array of
+typed entries, with the per-line checks done in bulk).""",
     "P9a": """\
-Eight threads share one handle: the exchange is serialised by the handle's lock (one
-request in flight per channel, by design), and the caller-side work, `request_hash`
-(~50-70 us, mostly the Python walk of P4a), holds the GIL. The thread whose reply has
-arrived must reacquire the GIL from threads busy hashing (the GIL's convoy effect:
-an I/O-bound thread waits behind CPU-bound ones), so overlap of hashing with the
-round trip is lost and switching costs are added. Cheaper hashing (P4a) shrinks the
-GIL-held part and is the lever; request ids with a reader thread would let several
-requests be in flight but would not remove the GIL hand-offs.""",
+Each thread now has its own channel to the actor, so no thread waits for another's
+exchange; what is shared is the GIL and the two cores. Per call the caller holds the GIL
+for `request_hash` (~35-40 us of Python-driven work) and releases it only in the socket
+read, while the single-threaded actor serves one channel after another; with eight
+threads on two cores, the caller's hashing and the actor compete for the same cores, so
+the gain over one thread is at most the overlap of one thread's round trip with
+another's hashing, minus the GIL hand-offs (an I/O-bound thread waits behind CPU-bound
+ones to get the GIL back).""",
     "P9b": """\
 One evaluation is a ping-pong between the caller and its actor, so it keeps roughly
 one core busy; four evaluations are eight processes on two cores, so the ceiling is

@@ -1,5 +1,11 @@
 """Per-call cost: P1 (vs the floor), P2 and the size series, P4 (hashing), P8 (memory).
 
+P8 reads the 100k actor's RSS twice: in a fresh worker process that acquires only that
+fixture (P8a: its zygote caches nothing else), and the P1 run's own 100k actor (P8b:
+forked from a zygote that also caches the three smaller fixtures). RSS counts every page
+the actor shares with its zygote (copy-on-write), so USS (pages only it maps) and PSS
+are recorded beside it, with the zygote's RSS.
+
 P1/P2/P8 share one set of acquisitions, one per fixture size, all held at once and
 measured in the same interleaved rounds as the floor's two parts (local
 ``request_hash``; a bare ``multiprocessing.Pipe`` echo of 100 bytes to a spawned child).
@@ -10,7 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -20,7 +29,7 @@ import rfc8785
 from replay_actor import acquire, request_hash
 from replay_actor._request import canonical_request
 
-from .procs import EchoPeer, baseline_rss, child_env
+from .procs import EchoPeer, baseline_rss, child_env, start_worker, stop
 from .timing import Config, Row, Stats, interleave, per_call
 from .workload import fixture, realistic_request
 
@@ -47,13 +56,13 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
         sides["request_hash"] = per_call(lambda: request_hash(req), calls)
         sides["pipe_echo"] = per_call(echo.round_trip, calls)
         samples = interleave(sides, reps=reps, warmup=2)
-        largest = providers[SIZES[-1]]
-        actor_rss = int(psutil.Process(largest.actor_pid).memory_info().rss)
+        in_run = _memory(providers[SIZES[-1]].actor_pid)
     finally:
         for provider in providers.values():
             provider.release()
         echo.close()
     base_rss = baseline_rss(child_env())
+    alone = _memory_alone(paths[SIZES[-1]], calls)
     file_bytes = paths[SIZES[-1]].stat().st_size
 
     floor = [h + e for h, e in zip(samples["request_hash"], samples["pipe_echo"], strict=True)]
@@ -106,19 +115,21 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
             op="<=",
             bound=1.2,
         ),
-        Row(
-            id="P8",
-            what="actor RSS after loading the 100k-entry fixture",
-            unit="MB",
-            ours=Stats.of([actor_rss / 1e6]),
-            reference=Stats.of([base_rss / 1e6]),
-            reference_name=(
-                f"bare interpreter + import replay_actor; fixture {file_bytes / 1e6:.1f} MB"
-            ),
-            ratio=(actor_rss - base_rss) / file_bytes,
-            ratio_means="(actor - baseline) / file size",
-            op="<=",
-            bound=1.5,
+        _memory_row(
+            "P8a",
+            "actor RSS, 100k-entry fixture, its own acquisition in a fresh process",
+            alone,
+            base_rss=base_rss,
+            file_bytes=file_bytes,
+            setting="the process's zygote holds only this fixture",
+        ),
+        _memory_row(
+            "P8b",
+            "actor RSS, 100k-entry fixture, the P1 run's actor",
+            in_run,
+            base_rss=base_rss,
+            file_bytes=file_bytes,
+            setting="the zygote also holds the 100, 1k and 10k fixtures, shared into this actor",
         ),
     ]
     series = {
@@ -129,6 +140,83 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
         "reps": reps,
     }
     return rows, series
+
+
+def _memory(actor_pid: int) -> dict[str, int]:
+    """The actor's RSS, USS and PSS, and its zygote's RSS and USS (bytes)."""
+    actor = psutil.Process(actor_pid)
+    if actor.name() != "replay-actor":
+        raise RuntimeError(f"pid {actor_pid} is not a replay-actor")
+    zygote = actor.parent()
+    if zygote is None or zygote.name() != "replay-zygote":
+        raise RuntimeError("the actor's parent is not a replay-zygote")
+    mine, theirs = actor.memory_full_info(), zygote.memory_full_info()
+    return {
+        "actor_rss": int(mine.rss),
+        "actor_uss": int(mine.uss),
+        "actor_pss": int(mine.pss),
+        "zygote_rss": int(theirs.rss),
+        "zygote_uss": int(theirs.uss),
+    }
+
+
+def _memory_alone(path: Path, calls: int) -> dict[str, int]:
+    """``_memory`` of a 100k actor acquired alone, by a fresh worker process (so its
+    zygote caches nothing else), after ``calls`` calls."""
+    worker = start_worker("benchmarks.calls", str(path), str(calls))
+    try:
+        assert worker.stdout is not None
+        line = worker.stdout.readline()
+        if not line:
+            raise RuntimeError("the P8 worker ended early")
+        found: dict[str, int] = msgspec.json.decode(line, type=dict[str, int])
+    finally:
+        if worker.stdin is not None:
+            worker.stdin.close()  # EOF: the worker releases and exits
+        try:
+            worker.wait(10.0)
+        except subprocess.TimeoutExpired:
+            pass
+        if worker.stdout is not None:
+            worker.stdout.close()
+        stop(worker)
+    return found
+
+
+def _memory_worker(path: str, calls: int) -> None:
+    """The P8 worker's body: acquire, call, print ``_memory`` as JSON, wait for EOF."""
+    req = realistic_request()
+    with acquire(path, timeout=120.0) as provider:
+        for _ in range(calls):
+            provider.complete(req)
+        sys.stdout.write(msgspec.json.encode(_memory(provider.actor_pid)).decode() + "\n")
+        sys.stdout.flush()
+        sys.stdin.read()
+
+
+def _memory_row(
+    row_id: str, what: str, found: dict[str, int], *, base_rss: int, file_bytes: int, setting: str
+) -> Row:
+    rss = found["actor_rss"]
+    return Row(
+        id=row_id,
+        what=(
+            f"{what} (USS {found['actor_uss'] / 1e6:.1f} MB, PSS {found['actor_pss'] / 1e6:.1f}"
+            f" MB; zygote RSS {found['zygote_rss'] / 1e6:.1f} MB; {setting})"
+        ),
+        unit="MB",
+        ours=Stats.of([rss / 1e6]),
+        reference=Stats.of([base_rss / 1e6]),
+        reference_name=(
+            "interpreter started as the zygote is, replay_actor._zygote imported;"
+            f" fixture {file_bytes / 1e6:.1f} MB"
+        ),
+        ratio=(rss - base_rss) / file_bytes,
+        ratio_means="(actor RSS - baseline) / file size",
+        op="<=",
+        bound=1.5,
+        extra={**found, "baseline_rss": base_rss, "file_bytes": file_bytes},
+    )
 
 
 def run_hashing(cfg: Config) -> list[Row]:
@@ -200,3 +288,7 @@ def run_hashing(cfg: Config) -> list[Row]:
             extra={"byte_identical": identical},
         ),
     ]
+
+
+if __name__ == "__main__":
+    _memory_worker(sys.argv[1], int(sys.argv[2]))

@@ -8,7 +8,12 @@ Each child is ours, stopped by its PID and reaped (``stop``); nothing is killed 
   actor (``subprocess.Popen``, same environment, a passed socket fd) that signals ready:
   the floor of acquire -> ready.
 - ``Owner``: a small process that stays alive until killed, to own an acquisition.
-- ``baseline_rss``: the RSS of a bare interpreter that has imported replay_actor.
+- ``baseline_rss``: the RSS of a bare interpreter started as the zygote is, that has
+  imported the actor's code.
+- ``zygote_pid``, ``actors_alive``, ``stop_zygote``: the run's own zygote (started by
+  its first acquisition, found by PID and checked by name, ``replay-zygote``) and the
+  actors it forked (``replay-actor``), for the end-of-run check; the zygote is ended
+  (and reaped) once no actor is left.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -31,13 +37,16 @@ import replay_actor
 __all__ = [
     "EchoPeer",
     "Owner",
+    "actors_alive",
     "bare_child_ready",
     "baseline_rss",
     "child_env",
     "start_worker",
     "stop",
     "stop_resource_tracker",
+    "stop_zygote",
     "wait_exit",
+    "zygote_pid",
 ]
 
 _PACKAGE_ROOT: Final = str(Path(replay_actor.__file__).resolve().parent.parent)
@@ -175,12 +184,15 @@ def wait_exit(pidfd: int, timeout: float) -> bool:
 
 
 def baseline_rss(env: dict[str, str]) -> int:
-    """RSS of a bare interpreter that imported replay_actor (started as the actor is)."""
+    """RSS of a bare interpreter started as the zygote is (``python -P -c``, same
+    environment) that imported ``replay_actor._zygote``: all the code an actor runs,
+    no fixture (an actor is a fork of such a process)."""
     popen = subprocess.Popen(
         [
             sys.executable,
+            "-P",
             "-c",
-            "import sys, replay_actor; print('ready', flush=True); sys.stdin.read()",
+            "import sys, replay_actor._zygote; print('ready', flush=True); sys.stdin.read()",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -198,3 +210,61 @@ def baseline_rss(env: dict[str, str]) -> int:
         if popen.stdout is not None:
             popen.stdout.close()
         stop(popen)
+
+
+def zygote_pid() -> int | None:
+    """The PID of this process's replay-actor zygote, if one runs (checked by name)."""
+    from replay_actor._zygote import zygote
+
+    pid = zygote.pid
+    if pid is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if proc.ppid() != os.getpid() or proc.name() != "replay-zygote":
+            return None
+    except psutil.NoSuchProcess:
+        return None
+    return pid
+
+
+def actors_alive() -> list[psutil.Process]:
+    """Live replay-actor processes among our descendants (an actor is the zygote's
+    child, named ``replay-actor``)."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.name() == "replay-actor" and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def stop_zygote(timeout: float = 5.0) -> bool:
+    """End this process's zygote (our child) once every actor is gone, and reap it.
+
+    The library's own exit path (``zygote.shutdown``: close its channel, so it exits on
+    EOF, then wait for it) where it exists, else SIGKILL through a pidfd (the PID pinned
+    and checked by name first; the library's reaper thread reaps it). True if there was
+    one and it exited."""
+    from replay_actor._zygote import zygote
+
+    pid = zygote.pid
+    if pid is None:
+        return False
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    try:
+        if zygote_pid() is None:  # checked after the pidfd pins the process
+            return False
+        shutdown = getattr(zygote, "shutdown", None)
+        if callable(shutdown):
+            shutdown(timeout)
+        else:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        return wait_exit(pidfd, timeout)
+    finally:
+        os.close(pidfd)

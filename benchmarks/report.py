@@ -301,6 +301,11 @@ def write_docs(
                 f" | {'yes' if p['reached'] else 'no, budget ' + str(p['budget_s']) + ' s'} |"
             )
         out.append("")
+    noted = [r for r in rows if r.note]
+    if noted:
+        out += ["## Measured steps", ""]
+        out += [f"- **{r.id}**: {r.note}" for r in noted]
+        out.append("")
     missed = [r for r in rows if r.met is False]
     out += ["## Missed targets: what limits them", ""]
     if not missed:
