@@ -70,6 +70,7 @@ _FAILED: Final = b"ER"
 _encode = msgspec.json.Encoder().encode
 #: Without pidfd the owner is polled at this interval (seconds); see docs/architecture.md.
 POLL_INTERVAL: Final = 0.25
+_PR_SET_NAME: Final = 15
 #: How long the actor waits for the rest of a frame a peer started, in seconds.
 _PEER_TIMEOUT: Final = 2.0
 
@@ -357,12 +358,13 @@ def trim_heap() -> None:
 
 
 def set_process_name(name: str) -> None:
-    """Name this process in ``ps``/psutil (``/proc/self/comm``), so an actor forked from
-    the zygote is told apart from it; best effort, Linux only."""
+    """Name this process in ``ps``/psutil (``prctl(PR_SET_NAME)``), so an actor forked
+    from the zygote is told apart from it; best effort, Linux only."""
     try:
-        with open("/proc/self/comm", "w", encoding="ascii") as comm:
-            comm.write(name[:15])
-    except OSError:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_NAME, name[:15].encode("ascii"), 0, 0, 0)
+    except (OSError, AttributeError):
         pass
 
 
