@@ -220,7 +220,6 @@ class Zygote:
         """The zygote's PID, if one runs for this process."""
         return None if self._popen is None else self._popen.pid
 
-
     def shutdown(self, wait: float = 1.0) -> None:
         """At interpreter exit: close the channel and reap the zygote ourselves, so it
         does not outlive us as an orphan for init to collect."""
