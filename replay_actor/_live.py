@@ -37,10 +37,23 @@ __all__ = [
     "LiveProvider",
     "load_adapter_factory",
     "prepare_request",
+    "toml_type_name",
 ]
 
 #: The entry-point group third-party adapters register under.
 ADAPTER_GROUP: Final = "replay_actor.adapters"
+
+
+def toml_type_name(value: object) -> str:
+    """A manifest value's type in TOML's words, for errors about adapter tables too."""
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "float",
+        str: "string",
+        list: "array",
+        dict: "table",
+    }.get(type(value), type(value).__name__)
 
 
 @runtime_checkable

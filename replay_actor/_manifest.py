@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol, Self
 
 from ._ceilings import Ceilings
 from ._errors import ManifestError
-from ._live import LiveProvider, load_adapter_factory
+from ._live import LiveProvider, load_adapter_factory, toml_type_name
 from ._request import RequestLike
 
 __all__ = ["Provider", "open_provider"]
@@ -58,23 +58,12 @@ class Provider(Protocol):
     ) -> Any: ...
 
 
-def _type_name(value: object) -> str:
-    return {
-        bool: "boolean",
-        int: "integer",
-        float: "float",
-        str: "string",
-        list: "array",
-        dict: "table",
-    }.get(type(value), type(value).__name__)
-
-
 class _Table:
     """One manifest table being read: typed getters that name the dotted key."""
 
     def __init__(self, values: Any, path: str) -> None:
         if not isinstance(values, Mapping):
-            raise ManifestError(f"{path} must be a table, not {_type_name(values)}", key=path)
+            raise ManifestError(f"{path} must be a table, not {toml_type_name(values)}", key=path)
         self.values: Mapping[str, Any] = values
         self.path = path
 
@@ -96,7 +85,8 @@ class _Table:
         value = self.values[name]
         if type(value) is not str:
             raise ManifestError(
-                f"{self.key(name)} must be a string, not {_type_name(value)}", key=self.key(name)
+                f"{self.key(name)} must be a string, not {toml_type_name(value)}",
+                key=self.key(name),
             )
         return value
 
@@ -162,7 +152,7 @@ def _ceilings(table: _Table) -> dict[str, int]:
     for name, value in ceilings.values.items():
         if type(value) is not int:
             raise ManifestError(
-                f"{ceilings.key(name)} must be an integer, not {_type_name(value)}",
+                f"{ceilings.key(name)} must be an integer, not {toml_type_name(value)}",
                 key=ceilings.key(name),
             )
         overrides[name] = value

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from ._errors import LiveProviderError, ManifestError, RequestError
+from ._live import toml_type_name
 
 if TYPE_CHECKING:
     import httpx
@@ -64,28 +65,17 @@ _KEYS: Final = frozenset(
 # -- configuration --------------------------------------------------------------------------
 
 
-def _type_name(value: object) -> str:
-    return {
-        bool: "boolean",
-        int: "integer",
-        float: "float",
-        str: "string",
-        list: "array",
-        dict: "table",
-    }.get(type(value), type(value).__name__)
-
-
 def _string(config: Mapping[str, Any], key: str, default: str | None) -> str | None:
     value = config.get(key, default)
     if value is not None and type(value) is not str:
-        raise ManifestError(f"{key} must be a string, not {_type_name(value)}", key=key)
+        raise ManifestError(f"{key} must be a string, not {toml_type_name(value)}", key=key)
     return value
 
 
 def _number(config: Mapping[str, Any], key: str, default: float, *, positive: bool) -> float:
     value = config.get(key, default)
     if type(value) not in (int, float):
-        raise ManifestError(f"{key} must be a number, not {_type_name(value)}", key=key)
+        raise ManifestError(f"{key} must be a number, not {toml_type_name(value)}", key=key)
     number = float(value)
     if not number == number or number in (float("inf"), float("-inf")):
         raise ManifestError(f"{key} must be finite", key=key)
@@ -121,7 +111,7 @@ class _Config:
         retries = config.get("max_retries", 2)
         if type(retries) is not int:
             raise ManifestError(
-                f"max_retries must be an integer, not {_type_name(retries)}", key="max_retries"
+                f"max_retries must be an integer, not {toml_type_name(retries)}", key="max_retries"
             )
         if not 0 <= retries <= _MAX_RETRIES_CAP:
             raise ManifestError(
@@ -133,7 +123,7 @@ class _Config:
         headers = config.get("headers", {})
         if not isinstance(headers, Mapping):
             raise ManifestError(
-                f"headers must be a table, not {_type_name(headers)}", key="headers"
+                f"headers must be a table, not {toml_type_name(headers)}", key="headers"
             )
         self.headers: dict[str, str] = {"Content-Type": "application/json"}
         for name, value in headers.items():

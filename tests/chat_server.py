@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
+
+import pytest
 
 
 @dataclass
@@ -176,3 +179,14 @@ class ChatServer:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+@pytest.fixture
+def chat() -> Iterator[ChatServer]:
+    """A running server for one test, stopped (and its thread joined) afterwards."""
+    server = ChatServer()
+    try:
+        yield server
+    finally:
+        server.close()
+    assert not server._thread.is_alive()

@@ -11,7 +11,6 @@ import importlib.metadata
 import sys
 import textwrap
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,21 +20,13 @@ from replay_actor import LiveProviderError, ManifestError, ProviderClosed, Reque
 from replay_actor._live import ADAPTER_GROUP, Adapter, LiveProvider, load_adapter_factory
 from replay_actor._manifest import open_provider
 from replay_actor._openai import OpenAIAdapter
-from tests.chat_server import ChatServer
+from tests.chat_server import ChatServer, chat
+
+__all__ = ["chat"]
 
 SECRET_KEY = "sk-test-SECRET-5f2c9a71e0d4"
 SECRET_PROMPT = "my confidential prompt about project NIGHTJAR"
 KEY_VAR = "REPLAY_ACTOR_TEST_KEY"
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    server = ChatServer()
-    try:
-        yield server
-    finally:
-        server.close()
-    assert not server._thread.is_alive()
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +26,10 @@ import pytest
 from replay_actor import ReplayError, SequenceExhausted, load_fixture, request_hash
 from replay_actor._fixture import entry_line
 from replay_actor._manifest import Provider, open_provider
-from tests.chat_server import ChatServer
+from tests.chat_server import ChatServer, chat
 from tests.procs import no_leaks
 
-__all__ = ["no_leaks"]
-
-
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    server = ChatServer()
-    try:
-        yield server
-    finally:
-        server.close()
-    assert not server._thread.is_alive()
+__all__ = ["chat", "no_leaks"]
 
 
 def hi(text: str) -> dict[str, Any]:
