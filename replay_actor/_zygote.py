@@ -21,8 +21,9 @@ fork and parses afresh if the file changed. ``gc.freeze()`` keeps the inherited 
 of the children's collections, so copy-on-write pages stay shared.
 
 The zygote ignores SIGCHLD (the kernel reaps its children: no actor ever lingers as a
-zombie) and exits when its control channel reaches EOF, that is when the acquiring
-process is gone. Actors already forked live on under their own rules.
+zombie). When its control channel reaches EOF, that is when the acquiring process is
+gone, it forks no more and exits as soon as its last actor has (each lives on under its
+own rules), so an actor is never orphaned.
 """
 
 from __future__ import annotations
@@ -141,6 +142,15 @@ def main() -> None:
             control.send(str(pid).encode("ascii"))
         except OSError:
             break
+    control.close()
+    # Actors may still serve (their owners can outlive the acquirer): stay their parent
+    # until the last one exits, so that none is ever orphaned. With SIGCHLD ignored,
+    # wait() blocks until every child is gone, then raises ECHILD.
+    try:
+        while True:
+            os.wait()
+    except ChildProcessError:
+        pass
     os._exit(0)
 
 
@@ -222,18 +232,20 @@ class Zygote:
 
     def shutdown(self, wait: float = 1.0) -> None:
         """At interpreter exit: close the channel and reap the zygote ourselves, so it
-        does not outlive us as an orphan for init to collect."""
+        does not outlive us as an orphan for init to collect.
+
+        A zygote whose actors still serve (their owners live on) is left to finish
+        with them rather than killed: killing it would orphan them."""
         with self._lock:
             control, self._control = self._control, None
             popen, self._popen = self._popen, None
         if control is not None:
-            control.close()  # EOF: the zygote exits
+            control.close()  # EOF: the zygote exits once its actors have
         if popen is not None:
             try:
                 popen.wait(timeout=wait)
             except subprocess.TimeoutExpired:
-                popen.kill()
-                popen.wait()
+                pass
 
 
 zygote = Zygote()
