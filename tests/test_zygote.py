@@ -100,3 +100,43 @@ def test_the_zygote_reaps_its_actors(tmp_path: Path) -> None:
         time.sleep(0.05)
         zombies = [p for p in zombies if psutil.pid_exists(p)]
     assert zombies == []
+
+
+def test_an_actor_outliving_its_acquirer_keeps_its_zygote_until_it_ends(tmp_path: Path) -> None:
+    """The acquirer (an orchestrator) exits while a run still holds a copy: the actor
+    serves on, its zygote stays its parent (no orphan), and both go when the copy does."""
+    import pickle
+    import subprocess
+    import sys
+    import textwrap
+
+    path = tmp_path / "f.jsonl"
+    write(path, "still here")
+    code = textwrap.dedent(
+        """
+        import os, pickle, sys
+        from replay_actor import acquire
+        from replay_actor._zygote import zygote
+        p = acquire(sys.argv[1], owner_pid=int(sys.argv[2]), timeout=10)
+        print(pickle.dumps(p).hex(), p.actor_pid, zygote.pid, flush=True)
+        sys.stdin.readline()  # wait until the copy is connected
+        """
+    )
+    acquirer = subprocess.Popen(
+        [sys.executable, "-c", code, str(path), str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert acquirer.stdin is not None
+    assert acquirer.stdout is not None
+    blob, actor_pid, zygote_pid = acquirer.stdout.readline().split()
+    copy = pickle.loads(bytes.fromhex(blob))
+    acquirer.stdin.write("go\n")
+    acquirer.stdin.flush()
+    assert acquirer.wait(timeout=30) == 0
+    assert copy.complete(HELLO)["content"] == "still here"
+    assert psutil.Process(int(actor_pid)).ppid() == int(zygote_pid)
+    copy.release()
+    assert wait_gone(int(actor_pid))
+    assert wait_gone(int(zygote_pid))
