@@ -115,7 +115,7 @@ def _prep_dict(obj: dict[Any, Any]) -> Any:
         if type(key) is not str:
             if not isinstance(key, str):
                 raise _Invalid
-            new_key = str(key)  # a str subclass: hash its plain text
+            new_key = str.__str__(key)  # a str subclass (a str Enum too): its text
         if not astral and not new_key.isascii() and _has_astral(new_key):
             astral = True
         new = _prep(item)
@@ -160,7 +160,7 @@ def _prep(value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, str):
-        return str(value)
+        return str.__str__(value)  # not str(): a str Enum would give "Cls.NAME"
     if isinstance(value, int):
         return _prep(int(value))
     if isinstance(value, float):

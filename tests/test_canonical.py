@@ -109,3 +109,22 @@ def test_top_level_scalars() -> None:
         assert canonical_json(value) == rfc8785.dumps(value)
     with pytest.raises(RequestError):
         canonical_json({1, 2})
+
+
+def test_enum_and_subclass_values_hash_as_their_json_value() -> None:
+    """A str Enum is its value, not ``str(member)`` ("Cls.NAME"), on every path: the
+    fast typed check (no tuple around) and the patching path (a tuple forces it)."""
+    import enum
+    from collections import OrderedDict
+
+    class Colour(str, enum.Enum):  # noqa: UP042 - the mixin, whose str() is "Colour.RED"
+        RED = "red"
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    plain = {"c": "red", "k": {"red": 1}, "l": 3, "o": {"b": 1, "a": 2}}
+    fancy = {"c": Colour.RED, "k": {Colour.RED: 1}, "l": Level.HIGH, "o": OrderedDict(b=1, a=2)}
+    assert canonical_json(fancy) == canonical_json(plain) == rfc8785.dumps(plain)
+    with_tuple = dict(fancy, t=(1, 2))
+    assert canonical_json(with_tuple) == rfc8785.dumps(dict(plain, t=[1, 2]))
