@@ -123,7 +123,7 @@ def test_enum_and_subclass_values_hash_as_their_json_value() -> None:
     class Level(enum.IntEnum):
         HIGH = 3
 
-    plain = {"c": "red", "k": {"red": 1}, "l": 3, "o": {"b": 1, "a": 2}}
+    plain: dict[str, Any] = {"c": "red", "k": {"red": 1}, "l": 3, "o": {"b": 1, "a": 2}}
     fancy = {"c": Colour.RED, "k": {Colour.RED: 1}, "l": Level.HIGH, "o": OrderedDict(b=1, a=2)}
     assert canonical_json(fancy) == canonical_json(plain) == rfc8785.dumps(plain)
     with_tuple = dict(fancy, t=(1, 2))
