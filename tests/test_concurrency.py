@@ -160,3 +160,29 @@ def test_bare_fork_child_uses_its_own_channel(fixture_path: Path) -> None:
         assert os.waitstatus_to_exitcode(status) == 0
         assert answer == "1"  # the fork shares the acquisition's cursors
         assert provider.complete(LOOP)["i"] == 2  # and the parent's channel is intact
+
+
+def test_each_thread_gets_its_own_channel(fixture_path: Path) -> None:
+    import psutil
+
+    with acquire(fixture_path, timeout=30) as provider:
+        actor = psutil.Process(provider.actor_pid)
+        before = len(actor.net_connections(kind="unix"))
+        ready = threading.Barrier(5)
+        done = threading.Event()
+
+        def worker() -> None:
+            provider.complete(LOOP)
+            ready.wait(timeout=20)
+            done.wait(timeout=20)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        ready.wait(timeout=20)
+        during = len(actor.net_connections(kind="unix"))
+        done.set()
+        for thread in threads:
+            thread.join(timeout=20)
+        # One of the four took the handle's first channel; the other three opened theirs.
+        assert during - before == 3
