@@ -26,7 +26,6 @@ import socket
 import threading
 import warnings
 import weakref
-from pathlib import Path
 from typing import Any, Final
 
 import msgspec
@@ -49,7 +48,6 @@ from ._zygote import zygote
 __all__ = ["ReplayProvider", "acquire"]
 
 _decode = msgspec.json.decode
-_PACKAGE_ROOT: Final = str(Path(__file__).resolve().parent.parent)
 _OWNER_WATCH_ENV: Final = "REPLAY_ACTOR_OWNER_WATCH"
 
 # Every live handle of this process, so a fork child can disown the parent's channels.
@@ -447,9 +445,7 @@ def acquire(
     )
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
-        actor_pid = zygote.spawn(config, theirs, env, timeout)
+        actor_pid = zygote.spawn(config, theirs, timeout)
     finally:
         theirs.close()  # the actor's end lives only in the actor, so its death is EOF
     process = ActorProcess(actor_pid)

@@ -51,6 +51,7 @@ from ._wire import set_timeouts
 __all__ = ["FixtureCache", "Zygote", "main", "zygote"]
 
 _BOOT: Final = "from replay_actor._zygote import main; main()"
+_PACKAGE_ROOT: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _CACHED_FIXTURES: Final = 4
 _MAX_CONFIG: Final = 1 << 20
 
@@ -163,9 +164,7 @@ class Zygote:
         self._popen: subprocess.Popen[bytes] | None = None
         self._pid = -1
 
-    def spawn(
-        self, config: ActorConfig, actor_end: socket.socket, env: dict[str, str], timeout: float
-    ) -> int:
+    def spawn(self, config: ActorConfig, actor_end: socket.socket, timeout: float) -> int:
         """Fork an actor that serves ``actor_end``; return its PID.
 
         ``timeout`` bounds the wait for the zygote (which may parse the fixture first).
@@ -174,7 +173,7 @@ class Zygote:
         with self._lock:
             for attempt in (1, 2):
                 if self._control is None or self._pid != os.getpid():
-                    self._start(env)
+                    self._start()
                 control = self._control
                 assert control is not None
                 set_timeouts(control, timeout)
@@ -191,7 +190,10 @@ class Zygote:
                     break
         raise ActorLost("could not start a cursor actor")
 
-    def _start(self, env: dict[str, str]) -> None:
+    def _start(self) -> None:
+        # The zygote must import this very replay_actor, whatever the caller's path.
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._popen = subprocess.Popen(

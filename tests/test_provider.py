@@ -119,11 +119,7 @@ def test_snapshot_counts_and_carries_no_payload_or_hash(provider: Any, fixture_p
     provider.complete(req("hello"))
     with pytest.raises(ReplayMiss):
         provider.complete(req("missing"))
-    for _ in range(4):
-        try:
-            provider.complete(req("retry"))
-        except SequenceExhausted:
-            pass
+    drain_retry(provider)
     snap = provider.snapshot()
     assert snap["served"] == 4 and snap["misses"] == 1 and snap["exhausted"] == 1
     assert snap["entries"] == 4 and snap["sequence_entries"] == 2 and snap["responses"] == 405
@@ -140,16 +136,21 @@ def test_inspect_lists_hashes_of_misses_and_exhaustions(provider: Any) -> None:
         provider.complete(req("missing"))
     with pytest.raises(ReplayMiss):
         provider.complete(req("missing"))
-    for _ in range(4):
-        try:
-            provider.complete(req("retry"))
-        except SequenceExhausted:
-            pass
+    drain_retry(provider)
     report = provider.inspect()
     assert report["misses"] == [{"request_hash": request_hash(req("missing")), "count": 2}]
     assert report["exhausted"] == [{"request_hash": request_hash(req("retry")), "served": 3}]
     assert report["unused_entries"] == 3  # hello, big and unused were never asked
     assert "frozen" not in json.dumps(report)
+
+
+def drain_retry(provider: Any) -> None:
+    """Ask "retry" four times: its three elements, then one exhaustion."""
+    for _ in range(4):
+        try:
+            provider.complete(req("retry"))
+        except SequenceExhausted:
+            pass
 
 
 def _all_text(exc: BaseException) -> str:
