@@ -1,5 +1,5 @@
-"""Integrations: HTTP transports and vendor SDK clients over any provider (docs/sdk.md).
+"""Integrations: where replay-actor meets the code people already have.
 
-Each module imports its third-party package (httpx2, httpx, openai, anthropic) at its own
-import, never at ``import replay_actor``.
+Each integration imports its framework lazily (the core never needs it) and takes any
+provider from ``open_provider``, so replay, live and record all reach it unchanged.
 """
