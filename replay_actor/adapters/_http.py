@@ -15,9 +15,10 @@ Failure policy (docs/manifest.md, "Live adapters"):
   exception (whose ``.request`` carries the credentials and the prompt) rides along in
   ``__context__``.
 
-The HTTP client is an optional dependency, imported when an adapter is built, never at
-import time. A vendor adapter subclasses ``HTTPAdapter`` and supplies the body it sends
-(``body``) and the neutral response it reads back (``parse``).
+The HTTP client (httpx2, which the vendors' SDKs use too) is an optional dependency,
+imported when an adapter is built, never at import time. A vendor adapter subclasses
+``HTTPAdapter`` and supplies the body it sends (``body``) and the neutral response it
+reads back (``parse``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..vendors._common import MalformedResponse as Malformed
 from ._config import HTTPConfig
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2 as httpx
 
 __all__ = ["HTTPAdapter", "Malformed"]
 
@@ -45,14 +46,16 @@ _RETRY_STATUSES: Final = frozenset({408, 429})
 
 
 def _import_httpx(adapter: str) -> Any:
+    # httpx2: the HTTP client the vendors' current SDKs are built on, so installing
+    # replay-actor[openai] brings one HTTP client, not two.
     try:
-        import httpx
+        import httpx2
     except ImportError:
         pass
     else:
-        return httpx
+        return httpx2
     raise ManifestError(
-        f"the {adapter} adapter needs httpx: pip install 'replay-actor[live]'", key="adapter"
+        f"the {adapter} adapter needs httpx2: pip install 'replay-actor[live]'", key="adapter"
     )
 
 
