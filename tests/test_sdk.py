@@ -690,3 +690,58 @@ def test_httpx_transports_serve_frameworks_on_httpx(conversation: dict[str, Any]
         assert other.closed
 
     asyncio.run(main())
+
+
+SDK_WORKFLOW = """
+import sys
+import openai
+from replay_actor import anthropic_client, openai_client
+manifest = {"provider": {"kind": "replay", "fixture": sys.argv[1]}}
+with openai_client(manifest) as client:
+    hello = [{"role": "user", "content": "hello"}]
+    print(client.chat.completions.create(model="m", messages=hello, max_tokens=50).id)
+    for chunk in client.chat.completions.create(
+        model="m", messages=hello, max_tokens=50, stream=True
+    ):
+        pass
+    try:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "?"}])
+    except openai.NotFoundError:
+        print("miss")
+with anthropic_client(manifest) as claude:
+    try:
+        claude.messages.create(model="m", max_tokens=5, messages=hello)
+    except Exception as exc:
+        print(type(exc).__name__)
+"""
+
+
+def test_the_sdk_replay_path_creates_only_unix_sockets(
+    conversation: dict[str, Any], tmp_path: Path
+) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from tests.test_no_network import SITECUSTOMIZE
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    log = tmp_path / "audit.log"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    env["AUDIT_LOG"] = str(log)
+    done = subprocess.run(
+        [sys.executable, "-c", SDK_WORKFLOW, conversation["provider"]["fixture"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1:] == ["miss", "NotFoundError"]
+    families = {int(line.split()[2]) for line in log.read_text().splitlines()}
+    assert families == {int(socket.AF_UNIX)}
