@@ -182,6 +182,36 @@ def test_openai_tool_loop_replays(conversation: dict[str, Any]) -> None:
         assert second.choices[0].finish_reason == "stop"
 
 
+@pytest.mark.parametrize("how", ["object", "model_dump", "model_dump_json"])
+def test_openai_tool_loop_sends_the_response_message_back(
+    conversation: dict[str, Any], how: str
+) -> None:
+    """Appending the SDK's own message object (or its dump) to the conversation hits the
+    same entry: what the SDK echoes back empty (refusal, annotations, audio,
+    function_call) is not part of the request."""
+    with openai_client(conversation) as client:
+        first = client.chat.completions.create(
+            model=MODEL, messages=OPENAI_TURN1, tools=OPENAI_TOOLS, max_tokens=200
+        )
+        message = first.choices[0].message
+        sent: Any = {
+            "object": message,
+            "model_dump": message.model_dump(),
+            "model_dump_json": json.loads(message.model_dump_json()),
+        }[how]
+        second = client.chat.completions.create(
+            model=MODEL,
+            messages=[
+                *OPENAI_TURN1,
+                sent,
+                {"role": "tool", "tool_call_id": "call_7", "content": "sunny, 24C"},
+            ],
+            tools=OPENAI_TOOLS,
+            max_tokens=200,
+        )
+    assert second.choices[0].message.content == "It is sunny in Paris."
+
+
 def test_anthropic_tool_loop_replays_the_same_entries(conversation: dict[str, Any]) -> None:
     with anthropic_client(conversation) as client:
         assert isinstance(client, anthropic.Anthropic)
@@ -209,6 +239,33 @@ def test_anthropic_tool_loop_replays_the_same_entries(conversation: dict[str, An
         assert second.stop_reason == "end_turn"
         assert [b.type for b in second.content] == ["text"]
         assert second.content[0].text == "It is sunny in Paris."  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("how", ["objects", "model_dump"])
+def test_anthropic_tool_loop_sends_the_response_blocks_back(
+    conversation: dict[str, Any], how: str
+) -> None:
+    with anthropic_client(conversation) as client:
+        kwargs: dict[str, Any] = {"model": CLAUDE, "system": SYSTEM, "max_tokens": 200}
+        kwargs["tools"] = ANTHROPIC_TOOLS
+        first = client.messages.create(messages=ANTHROPIC_TURN1, **kwargs)
+        content: Any = (
+            first.content if how == "objects" else [b.model_dump() for b in first.content]
+        )
+        second = client.messages.create(
+            messages=[
+                *ANTHROPIC_TURN1,
+                {"role": "assistant", "content": content},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "call_7", "content": "sunny, 24C"}
+                    ],
+                },
+            ],
+            **kwargs,
+        )
+    assert second.content[0].text == "It is sunny in Paris."
 
 
 def test_both_vendors_hash_the_conversation_alike() -> None:
