@@ -802,3 +802,20 @@ def test_the_sdk_replay_path_creates_only_unix_sockets(
     assert done.stdout.split()[1:] == ["miss", "NotFoundError"]
     families = {int(line.split()[2]) for line in log.read_text().splitlines()}
     assert families == {int(socket.AF_UNIX)}
+
+
+def test_a_lost_actor_is_a_503_not_retried(counted: Counting) -> None:
+    import os
+    import signal
+
+    client = counted_anthropic(counted)
+    pid = counted.inner.actor_pid
+    os.kill(pid, signal.SIGKILL)  # the actor this test acquired, by its PID
+    assert wait_gone(pid)
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        client.messages.create(
+            model=CLAUDE, max_tokens=50, messages=[{"role": "user", "content": "hello"}]
+        )
+    assert caught.value.status_code == 503
+    assert caught.value.body["error"]["type"] == "replay_unavailable"  # type: ignore[index]
+    assert counted.calls == 1
