@@ -24,8 +24,7 @@ from typing import Any
 
 import psutil
 
-from replay_actor import request_hash
-from replay_actor._fixture import load_fixture
+from replay_actor import load_fixture, request_hash
 
 from .timing import Config, Row, Stats, interleave, per_call
 from .workload import fixture, realistic_request

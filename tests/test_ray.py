@@ -38,9 +38,9 @@ from replay_actor import (  # noqa: E402
     ReplayMiss,
     RequestError,
     SequenceExhausted,
+    entry_line,
     request_hash,
 )
-from replay_actor._fixture import entry_line  # noqa: E402
 from replay_actor.ray import RayReplayProvider, acquire  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(90)]

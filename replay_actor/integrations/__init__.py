@@ -1,2 +1,5 @@
-"""Integrations with other frameworks; each module imports its framework lazily, so the
-core never pays for (or needs) a framework it does not use."""
+"""Integrations: where replay-actor meets the code people already have.
+
+Each integration imports its framework lazily (the core never needs it) and takes any
+provider from ``open_provider``, so replay, live and record all reach it unchanged.
+"""

@@ -39,18 +39,19 @@ from typing import Any, Final
 
 import msgspec
 
-from .._ceilings import DEFAULT_CEILINGS, Ceilings
 from .._errors import (
     ActorLost,
     FixtureError,
+    InvalidArgument,
     ProviderClosed,
     ReplayError,
     ReplayMiss,
     RequestError,
     SequenceExhausted,
 )
-from .._fixture import FixtureSet, load_fixture, parse_fixture
 from .._request import RequestLike, request_hash
+from ..fixture import DEFAULT_CEILINGS, MISS, Ceilings, Cursors, load_fixture, parse_fixture
+from ..replay.handle import check_timeout
 
 __all__ = ["CursorActor", "RayReplayProvider", "acquire"]
 
@@ -80,21 +81,6 @@ def ray_module() -> Any:
     )
 
 
-def _new_cursors(table: FixtureSet, private: bool) -> Any:
-    """The project's one implementation of cursor semantics, over a loaded table."""
-    from .._actor import Actor, ActorConfig
-
-    config = ActorConfig(
-        fixture="",
-        owner_pid=0,
-        owner_create_time=0.0,
-        private=private,
-        ceilings={},
-        inspection_path=None,
-    )
-    return Actor(config, table)
-
-
 class CursorActor:
     """The body of the Ray actor (wrapped with ``ray.remote`` on first use).
 
@@ -102,10 +88,9 @@ class CursorActor:
     fixture is remembered as (reason, line) and reported by ``ready``.
     """
 
-    def __init__(
-        self, fixture: str | None, data: bytes | None, ceilings: dict[str, int], private: bool
-    ) -> None:
-        self._cursors: Any = None
+    def __init__(self, fixture: str | None, data: bytes | None, ceilings: dict[str, int]) -> None:
+        self._cursors: Cursors | None = None
+        self._snapshot: dict[str, Any] = {}
         self._rejected: tuple[str, int | None] | None = None
         limits = Ceilings(**ceilings)
         try:
@@ -117,7 +102,9 @@ class CursorActor:
         except FixtureError as exc:
             self._rejected = (exc.reason, exc.line)
         else:
-            self._cursors = _new_cursors(table, private)
+            # The project's one implementation of the cursor semantics.
+            self._cursors = Cursors(table)
+            self._snapshot = table.snapshot()
 
     def ready(self) -> bytes:
         """``OK`` + this actor's id (hex), or ``FE`` + JSON ``[reason, line]``."""
@@ -127,20 +114,23 @@ class CursorActor:
         return b"OK" + actor_id.encode("ascii")
 
     def complete(self, digest: str) -> bytes:
-        if self._cursors is None:
+        cursors = self._cursors
+        if cursors is None:
             return _RELEASED
-        reply: bytes = self._cursors.complete(digest)
-        return reply
+        taken = cursors.take(digest)
+        if type(taken) is bytes:
+            return _RESPONSE + taken
+        return _MISS if taken is MISS else _EXHAUSTED
 
     def complete_many(self, digests: list[str]) -> list[bytes]:
         if self._cursors is None:
             return [_RELEASED]
-        return [self._cursors.complete(digest) for digest in digests]
+        return [self.complete(digest) for digest in digests]
 
     def snapshot(self) -> bytes:
         if self._cursors is None:
             return _RELEASED
-        return _JSON + _encode(self._cursors.snapshot())
+        return _JSON + _encode({**self._snapshot, **self._cursors.counters()})
 
     def inspect(self) -> bytes:
         if self._cursors is None:
@@ -150,6 +140,7 @@ class CursorActor:
     def release(self) -> bytes:
         """From the acquirer: stop serving (and free the table) before the kill."""
         self._cursors = None
+        self._snapshot = {}
         return b"K"
 
 
@@ -472,10 +463,9 @@ def acquire(
     the actor does not come up within ``timeout``, ``ReplayError`` without Ray. Uses the
     Ray cluster this process is connected to (``ray.init``), as every Ray call does.
     """
-    if not timeout > 0:
-        raise ValueError("timeout must be a positive number of seconds")
+    timeout = check_timeout(timeout)
     if (fixture is None) == (fixture_bytes is None):
-        raise ValueError("give exactly one of fixture and fixture_bytes")
+        raise InvalidArgument("give exactly one of fixture and fixture_bytes")
     limits = DEFAULT_CEILINGS if ceilings is None else ceilings
     if fixture_bytes is not None and len(fixture_bytes) > limits.max_file_bytes:
         raise FixtureError("file_too_large")
@@ -489,11 +479,7 @@ def acquire(
     # Prefer the acquirer's node: the path was resolved here, and a local actor saves
     # the acquirer's own calls a network hop. Soft: any node will do if this one can't.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
-    actor = (
-        _remote_class()
-        .options(scheduling_strategy=here)
-        .remote(path, data, limits.as_dict(), bool(private))
-    )
+    actor = _remote_class().options(scheduling_strategy=here).remote(path, data, limits.as_dict())
     failure: BaseException | None = None
     outcome = b""
     try:
