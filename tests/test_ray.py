@@ -39,6 +39,7 @@ from replay_actor import (  # noqa: E402
     RequestError,
     SequenceExhausted,
     entry_line,
+    open_provider,
     request_hash,
 )
 from replay_actor.ray import RayReplayProvider, acquire  # noqa: E402
@@ -628,3 +629,28 @@ def test_without_ray_acquire_is_a_clear_replay_error(tmp_path: Path) -> None:
     assert out.strip() == (
         "the Ray backend needs Ray: install replay-actor[ray] (pip install 'replay-actor[ray]')"
     )
+
+
+# -- the manifest -------------------------------------------------------------------------
+
+
+def test_a_manifest_with_backend_ray_opens_a_ray_provider(
+    fixture_path: Path, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "eval.toml"
+    manifest.write_text(
+        f'[provider]\nkind = "replay"\nbackend = "ray"\nfixture = "{fixture_path.name}"\n'
+        'data = "private"\ntimeout = 20\n[provider.ceilings]\nmax_entries = 10\n'
+    )
+    with open_provider(manifest) as llm:
+        assert isinstance(llm, RayReplayProvider)
+        assert llm.private
+        assert ray.get(call.remote(llm, "hello")) == ("ok", repr({"content": "frozen"}))
+        assert ray.get(call.remote(llm, "nope")) == (
+            "ReplayMiss",
+            "no replay fixture matches this request",
+        )
+        snap = llm.snapshot()
+        assert (snap["backend"], snap["ceilings"]["max_entries"]) == ("ray", 10)
+    assert llm.closed
+    assert wait_dead(llm.actor_id, 10)
