@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
     from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
+    from .integrations.ray import RayReplayProvider
     from .manifest import open_provider
     from .replay.handle import ReplayProvider, acquire
     from .replay.supervisor import Supervisor
@@ -72,6 +73,7 @@ _LOCATIONS: dict[str, str] = {
     "FixtureSet": "fixture._table",
     "entry_line": "fixture._format",
     "load_fixture": "fixture._parse",
+    "RayReplayProvider": "integrations.ray",
     "open_provider": "manifest",
     "ReplayProvider": "replay.handle",
     "acquire": "replay.handle",
@@ -92,6 +94,7 @@ __all__ = [
     "OwnerNotAlive",
     "Provider",
     "ProviderClosed",
+    "RayReplayProvider",
     "RecordingError",
     "RecordingLocked",
     "ReplayError",

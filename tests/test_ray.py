@@ -10,6 +10,7 @@ asserts that none of its processes (GCS, raylet, workers) outlived it.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -654,3 +655,57 @@ def test_a_manifest_with_backend_ray_opens_a_ray_provider(
         assert (snap["backend"], snap["ceilings"]["max_entries"]) == ("ray", 10)
     assert llm.closed
     assert wait_dead(llm.actor_id, 10)
+
+
+# -- the documentation's example ----------------------------------------------------------
+
+MARK = "REPLAY_ACTOR_RAY_DOC_MARK"
+
+
+def _marked(token: str) -> list[psutil.Process]:
+    """Live processes that inherited this run's marker (the sample and its cluster)."""
+    found = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if proc.info["status"] != psutil.STATUS_ZOMBIE and proc.environ().get(MARK) == token:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.mark.timeout(150)
+def test_the_example_in_docs_ray_runs_as_written(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "ray.md").read_text(encoding="utf-8")
+    (sample,) = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    script = tmp_path / "sample.py"
+    script.write_text(sample)
+    token = os.urandom(8).hex()
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=ROOT,
+        env={**os.environ, MARK: token},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    try:
+        assert result.returncode == 0, result.stdout + result.stderr
+        lines = result.stdout.splitlines()
+        assert lines[0] == "triage    billing"
+        assert lines[1] == "lookup    find_invoices"
+        assert lines[2].startswith("draft     ")
+        workflow = json.loads((ROOT / "examples/demo/requests.json").read_text())
+        digest = request_hash(workflow["candidate_only"]["request"])
+        assert lines[3] == (
+            f"new step  ReplayMiss: no replay fixture matches this request (request_hash: {digest})"
+        )
+        assert lines[4:] == ["served 3, misses 1"]
+    finally:
+        deadline = time.monotonic() + 20
+        while (left := _marked(token)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for proc in left:  # started by this test's sample, stopped by PID
+            proc.kill()
+    assert left == [], f"the sample's Ray processes outlived it: {[p.pid for p in left]}"
