@@ -10,6 +10,7 @@ asserts that none of its processes (GCS, raylet, workers) outlived it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import re
@@ -151,6 +152,14 @@ def actor_info(actor_id: str) -> dict[str, Any]:
 
     info: dict[str, Any] = state.actors(actor_id)
     return info
+
+
+def death_reason(actor_id: str) -> str:
+    """Why Ray ended an actor: ``OWNER_DIED``, ``RAY_KILL``, ``WORKER_DIED``, ..."""
+    protocol: Any = importlib.import_module("ray.core.generated.common_pb2")
+    context = actor_info(actor_id)["DeathCause"].actor_died_error_context
+    name: str = protocol.ActorDiedErrorContext.Reason.Name(context.reason)
+    return name
 
 
 def wait_dead(actor_id: str, within: float) -> bool:
@@ -491,6 +500,7 @@ def test_release_ends_the_acquisition_for_every_task(fixture_path: Path) -> None
     llm.release()
     assert llm.closed
     assert wait_dead(llm.actor_id, 10)
+    assert death_reason(llm.actor_id) == "RAY_KILL"
     ray.get(gate.open.remote())
     for before, after in ray.get(tasks, timeout=60):
         assert before == ("ok", repr({"content": "frozen"}))
@@ -511,6 +521,28 @@ def test_release_on_a_copy_closes_only_the_copy(fixture_path: Path) -> None:
         assert actor_info(llm.actor_id)["State"] == "ALIVE"
     with pytest.raises(ProviderClosed):
         llm.__reduce__()  # a released handle is not passed on
+
+
+def test_calls_racing_a_release_are_provider_closed(fixture_path: Path) -> None:
+    llm = acquire(fixture_path, timeout=30)
+    try:
+        # The first half of release(): the actor stops serving before it is killed, so
+        # a call that reaches it in between is refused as released, not answered.
+        ray.get(llm._actor.release.remote())
+        assert ray.get(call.remote(llm, "hello")) == (
+            "ProviderClosed",
+            "the acquisition was released by its acquirer",
+        )
+        assert outcome(llm.snapshot) == (
+            "ProviderClosed",
+            "the acquisition was released by its acquirer",
+        )
+        assert llm.closed
+        # A closed handle says so before judging the request.
+        assert outcome(lambda: llm.complete({"messages": []}))[0] == "ProviderClosed"
+    finally:
+        llm.release()
+    assert wait_dead(llm.actor_id, 10)
 
 
 def _actor_pid(actor_id: str) -> int:
@@ -556,6 +588,7 @@ def test_a_killed_task_leaves_no_cursor_actor(fixture_path: Path) -> None:
         ray.get(acquire_then_die.remote(str(fixture_path), gate), timeout=60)
     (actor_id,) = ray.get(gate.read.remote())
     assert wait_dead(actor_id, 30)
+    assert death_reason(actor_id) == "OWNER_DIED"
     ray.kill(gate)
 
 
@@ -590,6 +623,7 @@ def test_a_sigkilled_driver_leaves_no_cursor_actor(fixture_path: Path, cluster: 
         driver.send_signal(signal.SIGKILL)
         driver.wait(10)
         assert wait_dead(actor_id, 30)
+        assert death_reason(actor_id) == "OWNER_DIED"
         # Reported for the record: how long Ray took to end the orphaned actor.
         print(f"cursor actor DEAD {time.monotonic() - killed:.2f} s after the driver's SIGKILL")
     finally:
