@@ -8,8 +8,8 @@
               <-- ready: actor id | FE reason -  cursors (the same class as the local actor)
     handle.complete(request)                     calls run one at a time (Ray's default),
       validate, normalise, request_hash            so every element goes out exactly once
-      -- complete(hash) ------------------------>  b"R" + response bytes | b"M" | b"X"
-      <- result code ------------------------      (b"Z" once the acquisition is released)
+      -- complete(hash) ------------------------>  RESPONSE + bytes | MISS | EXHAUSTED
+      <- result code ------------------------      (GOODBYE once the acquisition is released)
       decode -> fresh dict, or raise here
 
 Only the hash travels toward the actor and only response bytes come back. The actor never
@@ -50,20 +50,16 @@ from .._errors import (
     SequenceExhausted,
 )
 from .._request import RequestLike, request_hash
-from ..fixture import DEFAULT_CEILINGS, MISS, Ceilings, Cursors, load_fixture, parse_fixture
+from ..fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_fixture
+from ..replay import protocol
 from ..replay.handle import check_timeout
 
 __all__ = ["CursorActor", "RayReplayProvider", "acquire"]
 
 _decode = msgspec.json.decode
-_encode = msgspec.json.Encoder().encode
-
-# Result codes from the actor: the same vocabulary as the local actor's wire.
-_RESPONSE: Final = b"R"
-_MISS: Final = b"M"
-_EXHAUSTED: Final = b"X"
-_JSON: Final = b"J"
-_RELEASED: Final = b"Z"
+# The actor's result codes are the local actor's replies (``replay.protocol``), so both
+# backends speak one vocabulary; ``GOODBYE`` answers every call after the release.
+_RELEASED: Final = protocol.GOODBYE
 
 _RELEASED_MESSAGE: Final = "the acquisition was released by its acquirer"
 #: How long ``release()`` waits for Ray to report the killed actor gone, at most.
@@ -109,18 +105,15 @@ class CursorActor:
     def ready(self) -> bytes:
         """``OK`` + this actor's id (hex), or ``FE`` + JSON ``[reason, line]``."""
         if self._rejected is not None:
-            return b"FE" + _encode(list(self._rejected))
+            return protocol.fixture_rejected(*self._rejected)
         actor_id: str = ray_module().get_runtime_context().get_actor_id()
-        return b"OK" + actor_id.encode("ascii")
+        return protocol.ready(actor_id.encode("ascii"))
 
     def complete(self, digest: str) -> bytes:
         cursors = self._cursors
         if cursors is None:
             return _RELEASED
-        taken = cursors.take(digest)
-        if type(taken) is bytes:
-            return _RESPONSE + taken
-        return _MISS if taken is MISS else _EXHAUSTED
+        return protocol.outcome_reply(cursors.take(digest))
 
     def complete_many(self, digests: list[str]) -> list[bytes]:
         if self._cursors is None:
@@ -130,18 +123,18 @@ class CursorActor:
     def snapshot(self) -> bytes:
         if self._cursors is None:
             return _RELEASED
-        return _JSON + _encode({**self._snapshot, **self._cursors.counters()})
+        return protocol.json_reply({**self._snapshot, **self._cursors.counters()})
 
     def inspect(self) -> bytes:
         if self._cursors is None:
             return _RELEASED
-        return _JSON + _encode(self._cursors.inspect())
+        return protocol.json_reply(self._cursors.inspect())
 
     def release(self) -> bytes:
         """From the acquirer: stop serving (and free the table) before the kill."""
         self._cursors = None
         self._snapshot = {}
-        return b"K"
+        return protocol.RELEASED
 
 
 _actor_class: Any = None
@@ -284,13 +277,13 @@ class RayReplayProvider:
 
     def _outcome(self, reply: bytes, digest: str) -> dict[str, Any] | ReplayError:
         kind = reply[:1]
-        if kind == _RESPONSE:
+        if kind == protocol.RESPONSE:
             response: dict[str, Any] = _decode(memoryview(reply)[1:])
             return response
         shown = None if self._private else digest
-        if kind == _MISS:
+        if kind == protocol.MISS:
             return ReplayMiss(shown)
-        if kind == _EXHAUSTED:
+        if kind == protocol.EXHAUSTED:
             return SequenceExhausted(shown)
         if kind == _RELEASED:
             self._ended = True
@@ -305,8 +298,8 @@ class RayReplayProvider:
         return outcome
 
     def _json(self, reply: bytes) -> Any:
-        if reply[:1] == _JSON:
-            return _decode(memoryview(reply)[1:])
+        if reply[:1] == protocol.JSON:
+            return protocol.decode_json(reply)
         if reply == _RELEASED:
             self._ended = True
             raise ProviderClosed(_RELEASED_MESSAGE)
@@ -488,10 +481,10 @@ def acquire(
         failure = exc
     finally:
         del data  # loaded (or failed): the bytes need not stay in the object store
-    if failure is None and outcome.startswith(b"OK"):
+    if failure is None and outcome.startswith(protocol.READY):
         return RayReplayProvider(
             actor,
-            actor_id=outcome[2:].decode("ascii"),
+            actor_id=outcome[len(protocol.READY) :].decode("ascii"),
             private=bool(private),
             timeout=timeout,
             acquirer=True,
@@ -504,5 +497,4 @@ def acquire(
         if isinstance(failure, ray.exceptions.GetTimeoutError):
             raise ActorLost("the cursor actor did not come up in time") from failure
         raise ActorLost("the cursor actor failed to start") from failure
-    reason, line = _decode(outcome[2:])
-    raise FixtureError(reason, line)
+    raise FixtureError(*protocol.decode_rejection(outcome))
