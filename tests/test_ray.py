@@ -3,8 +3,11 @@ that this module starts and stops itself.
 
 The cluster is started once per module (``ray.init`` with its own temporary directory,
 ``address="local"`` so it never joins another cluster on the machine); a driver that is
-SIGKILLed is a separate process connecting to it. Teardown shuts the cluster down and
-asserts that none of its processes (GCS, raylet, workers) outlived it.
+SIGKILLed is a separate process connecting to it. Ray keeps worker processes between
+tasks by design, so the per-test ``no_leaks`` check does not fit here; instead the
+module's teardown shuts the cluster down and asserts that none of its processes (GCS,
+raylet, workers, agents) outlived it, and each test that starts a process of its own
+waits for it and checks it is gone.
 """
 
 from __future__ import annotations
@@ -88,6 +91,19 @@ def _cluster_processes(temp_dir: str) -> list[psutil.Process]:
     return found
 
 
+def _new_children(me: psutil.Process, before: set[int]) -> list[psutil.Process]:
+    """Our descendants started since ``before`` that still run (workers included: they
+    are the raylet's children, and the raylet is ours)."""
+    found = []
+    for child in me.children(recursive=True):
+        try:
+            if child.pid not in before and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
 class Cluster:
     def __init__(self, temp_dir: str, gcs_address: str, session_dir: str) -> None:
         self.temp_dir = temp_dir
@@ -121,12 +137,7 @@ def cluster() -> Iterator[Cluster]:
         deadline = time.monotonic() + 20.0
         left: list[psutil.Process] = []
         while time.monotonic() < deadline:
-            left = _cluster_processes(temp_dir)
-            left += [
-                c
-                for c in me.children(recursive=True)
-                if c.pid not in before and c.status() != psutil.STATUS_ZOMBIE
-            ]
+            left = _cluster_processes(temp_dir) + _new_children(me, before)
             if not left:
                 break
             time.sleep(0.1)
