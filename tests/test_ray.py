@@ -1,9 +1,9 @@
 """The Ray backend (docs/ray.md): one acquisition shared by Ray tasks, on a local cluster
 that this module starts and stops itself.
 
-The cluster is started once per module (``ray.init`` with its own temporary directory,
-``address="local"`` so it never joins another cluster on the machine); a driver that is
-SIGKILLed is a separate process connecting to it. Ray keeps worker processes between
+The cluster is started once per module: two Ray nodes on this machine (Ray's own
+``cluster_utils``, in a temporary directory of ours), so handles cross nodes; a driver
+that is SIGKILLed is a separate process connecting to it. Ray keeps worker processes between
 tasks by design, so the per-test ``no_leaks`` check does not fit here; instead the
 module's teardown shuts the cluster down and asserts that none of its processes (GCS,
 raylet, workers, agents) outlived it, and each test that starts a process of its own
@@ -111,29 +111,37 @@ class Cluster:
         self.session_dir = session_dir
 
 
+#: A custom resource only the second node has: tasks asking for it run there.
+SECOND_NODE = "replay_actor_second_node"
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
+    """Two Ray nodes on this machine (a head with 2 CPUs, a second node with 1), so a
+    handle really crosses nodes; Ray's own ``cluster_utils`` starts and stops them."""
+    from ray.cluster_utils import Cluster as RayCluster
+
     # A short path: Ray's unix sockets live under it, and their paths are length-limited.
     temp_dir = tempfile.mkdtemp(prefix="ra-ray-", dir="/tmp")
     me = psutil.Process()
     before = {child.pid for child in me.children(recursive=True)}
-    context = ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level="ERROR",
-        _temp_dir=temp_dir,
-    )
+    nodes: Any = None
     try:
-        names = {p.name() for p in _cluster_processes(temp_dir)}
-        # The leak check below must be able to see the cluster it checks.
-        assert "raylet" in names and "gcs_server" in names, names
-        yield Cluster(
-            temp_dir, context.address_info["gcs_address"], context.address_info["session_dir"]
+        nodes = RayCluster(
+            initialize_head=True,
+            shutdown_at_exit=False,
+            head_node_args={"num_cpus": 2, "include_dashboard": False, "temp_dir": temp_dir},
         )
+        nodes.add_node(num_cpus=1, resources={SECOND_NODE: 1})
+        context = ray.init(address=nodes.address, log_to_driver=False, logging_level="ERROR")
+        names = [p.name() for p in _cluster_processes(temp_dir)]
+        # The leak check below must be able to see the cluster it checks.
+        assert names.count("raylet") == 2 and "gcs_server" in names, names
+        yield Cluster(temp_dir, nodes.address, context.address_info["session_dir"])
     finally:
         ray.shutdown()
+        if nodes is not None:
+            nodes.shutdown()
         deadline = time.monotonic() + 20.0
         left: list[psutil.Process] = []
         while time.monotonic() < deadline:
@@ -312,13 +320,54 @@ def acquire_then_die(path: str, gate: Any) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+@remote(num_cpus=0.25)
+def where_and_call(llm: RayReplayProvider, text: str) -> tuple[str, tuple[str, str]]:
+    node: str = ray.get_runtime_context().get_node_id()
+    return node, outcome(lambda: llm.complete(req(text)))
+
+
+@remote(num_cpus=0.25)
+def pass_on(llm: RayReplayProvider) -> tuple[str, tuple[str, str]]:
+    """A copy handed on again, to a task on the second node."""
+    on_second = where_and_call.options(resources={SECOND_NODE: 0.1})
+    result: tuple[str, tuple[str, str]] = ray.get(on_second.remote(llm, "retry"))
+    return result
+
+
+@remote(num_cpus=0.25)
+def acquire_here(data: bytes) -> tuple[str, str, tuple[str, str]]:
+    """Acquire inside a task: its cursor actor runs on the task's node, owned by it."""
+    with acquire(fixture_bytes=data, timeout=30) as llm:
+        node: str = ray.get_runtime_context().get_node_id()
+        return (
+            node,
+            actor_info(llm.actor_id)["Address"]["NodeID"],
+            outcome(lambda: llm.complete(req("hello"))),
+        )
+
+
+class _EvalWorker:
+    """A long-lived Ray actor holding a copy of the handle, as an eval worker would."""
+
+    def __init__(self, llm: RayReplayProvider) -> None:
+        self.llm = llm
+
+    def run(self, text: str) -> tuple[str, str]:
+        return outcome(lambda: self.llm.complete(req(text)))
+
+
+EvalWorker: Any = remote(num_cpus=0, resources={SECOND_NODE: 0.1})(_EvalWorker)
+
+
 # -- exactly once, misses, snapshots ------------------------------------------------------
 
 
 def test_four_tasks_drain_one_sequence_exactly_once(fixture_path: Path) -> None:
     with acquire(fixture_path, timeout=30) as llm:
         gate = Gate.remote()
-        tasks = [drain.remote(llm, gate) for _ in range(4)]
+        on_second = drain.options(resources={SECOND_NODE: 0.1})
+        # Four tasks, two on each node, start together on the gate.
+        tasks = [(drain if i % 2 else on_second).remote(llm, gate) for i in range(4)]
         open_when_all_arrived(gate, 4)
         results = ray.get(tasks, timeout=60)
         taken = sorted(i for got, _, _ in results for i in got)
@@ -387,6 +436,29 @@ def test_acomplete_and_complete_many(fixture_path: Path) -> None:
         first = llm.complete(req("hello"))
         first["content"] = "changed"
         assert llm.complete(req("hello")) == {"content": "frozen"}  # fresh dicts
+
+
+def test_the_handle_crosses_nodes_into_tasks_and_actors(fixture_path: Path) -> None:
+    here = ray.get_runtime_context().get_node_id()
+    with acquire(fixture_path, timeout=30) as llm:
+        # The cursor actor runs on the acquirer's node.
+        assert actor_info(llm.actor_id)["Address"]["NodeID"] == here
+        on_second = where_and_call.options(resources={SECOND_NODE: 0.1})
+        node, answer = ray.get(on_second.remote(llm, "retry"))
+        assert node != here and answer == ("ok", repr({"content": "first"}))
+        node, answer = ray.get(pass_on.remote(llm))  # a copy of a copy
+        assert node != here and answer == ("ok", repr({"content": "second"}))
+        worker = EvalWorker.remote(llm)
+        assert ray.get(worker.run.remote("retry")) == ("ok", repr({"content": "third"}))
+        assert ray.get(worker.run.remote("retry"))[0] == "SequenceExhausted"
+        assert llm.snapshot()["served"] == 3
+        ray.kill(worker)
+    # Acquired by a task on the second node: its cursor actor runs there too.
+    task_node, actor_node, answer = ray.get(
+        acquire_here.options(resources={SECOND_NODE: 0.1}).remote(fixture_bytes())
+    )
+    assert task_node == actor_node != here
+    assert answer == ("ok", repr({"content": "frozen"}))
 
 
 # -- fixtures: bytes, rejections ----------------------------------------------------------

@@ -450,8 +450,9 @@ def acquire(
 ) -> RayReplayProvider:
     """Start this acquisition's cursor actor on Ray and wait until it loaded the fixture.
 
-    ``fixture`` is a path every node can read (resolved against this process's working
-    directory); or pass the file's content as ``fixture_bytes`` instead. Raises
+    The actor runs on this process's node. ``fixture`` is a path read there (resolved
+    against this process's working directory); or pass the file's content as
+    ``fixture_bytes`` instead. Raises
     ``FixtureError`` (reason and line only) if the fixture is rejected, ``ActorLost`` if
     the actor does not come up within ``timeout``, ``ReplayError`` without Ray. Uses the
     Ray cluster this process is connected to (``ray.init``), as every Ray call does.
@@ -469,9 +470,11 @@ def acquire(
     data = None if fixture_bytes is None else ray.put(bytes(fixture_bytes))
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    # Prefer the acquirer's node: the path was resolved here, and a local actor saves
-    # the acquirer's own calls a network hop. Soft: any node will do if this one can't.
-    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+    # On the acquirer's node, always: the actor dies with its owner anyway, so tying it
+    # to the owner's node costs no resilience; the path resolved here is read here, and
+    # the acquirer's own calls skip a network hop. (A soft preference is not enough:
+    # Ray spreads zero-CPU actors over the nodes regardless.)
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     actor = _remote_class().options(scheduling_strategy=here).remote(path, data, limits.as_dict())
     failure: BaseException | None = None
     outcome = b""
