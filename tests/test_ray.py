@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -422,6 +423,43 @@ def test_snapshot_counts_calls_from_every_task(fixture_path: Path) -> None:
         ]
 
 
+def test_threads_and_asyncio_tasks_share_one_handle_exactly_once(fixture_path: Path) -> None:
+    with acquire(fixture_path, timeout=30) as llm:
+        taken: list[int] = []
+        lock = threading.Lock()
+        barrier = threading.Barrier(8)
+
+        def worker() -> None:
+            barrier.wait()
+            while True:
+                try:
+                    got = llm.complete(req("drain"))["i"]
+                except SequenceExhausted:
+                    return
+                with lock:
+                    taken.append(got)
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert sorted(taken) == list(range(SEQUENCE))
+
+    with acquire(fixture_path, timeout=30) as llm:
+
+        async def main() -> list[Any]:
+            calls = [llm.acomplete(req("drain")) for _ in range(SEQUENCE + 4)]
+            return list(await asyncio.gather(*calls, return_exceptions=True))
+
+        results = asyncio.run(main())
+        answers = sorted(r["i"] for r in results if isinstance(r, dict))
+        assert answers == list(range(SEQUENCE))
+        assert [type(r).__name__ for r in results if not isinstance(r, dict)] == [
+            "SequenceExhausted"
+        ] * 4
+
+
 def test_acomplete_and_complete_many(fixture_path: Path) -> None:
     with acquire(fixture_path, timeout=30) as llm:
         answers = ray.get(async_calls.remote(llm))
@@ -496,6 +534,18 @@ def test_a_rejected_fixture_is_reason_and_line_only(tmp_path: Path, cluster: Clu
         acquire(fixture_bytes=bad, ceilings=Ceilings(max_file_bytes=10))
     assert (large.value.reason, large.value.line) == ("file_too_large", None)
     # A rejected acquisition leaves no cursor actor running.
+    deadline = time.monotonic() + 10
+    while live_cursor_actors() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_cursor_actors() - before == set()
+
+
+def test_an_acquisition_that_outlasts_its_timeout_is_actor_lost(fixture_path: Path) -> None:
+    before = live_cursor_actors()
+    with pytest.raises(ActorLost) as lost:
+        acquire(fixture_path, timeout=0.001)  # no actor comes up within a millisecond
+    assert str(lost.value) == "the cursor actor did not come up in time"
+    # The actor that was on its way is killed, not left behind.
     deadline = time.monotonic() + 10
     while live_cursor_actors() - before and time.monotonic() < deadline:
         time.sleep(0.05)
