@@ -768,6 +768,51 @@ def test_a_sigkilled_driver_leaves_no_cursor_actor(fixture_path: Path, cluster: 
                 stream.close()
 
 
+_OUTSIDE_RAY = textwrap.dedent(
+    """
+    import sys
+    import ray
+    from replay_actor import ActorLost, ReplayError
+    from replay_actor.ray import acquire
+    try:
+        acquire(sys.argv[2])
+    except ReplayError as exc:
+        print("before init:", exc)
+    ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+    llm = acquire(sys.argv[2], timeout=30)
+    ray.shutdown()  # leaves the cluster (it is not this process's to stop)
+    try:
+        llm.complete({"messages": [{"role": "user", "content": "hello"}]})
+    except ActorLost as exc:
+        print("after shutdown:", exc)
+    llm.release()  # never raises
+    print("released; ray initialized again:", ray.is_initialized())
+    print(llm.actor_id)
+    """
+)
+
+
+def test_outside_a_ray_session_calls_fail_clearly(fixture_path: Path, cluster: Cluster) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _OUTSIDE_RAY, cluster.gcs_address, str(fixture_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    actor_id = lines[3]
+    assert lines[:3] == [
+        "before init: Ray is not initialized in this process: call ray.init() first",
+        f"after shutdown: the cursor actor (ray actor {actor_id}) is out of reach: "
+        "Ray is not running here",
+        "released; ray initialized again: False",
+    ]
+    assert wait_dead(actor_id, 30)  # its owner left the cluster: Ray ended the actor
+
+
 # -- packaging ----------------------------------------------------------------------------
 
 

@@ -206,16 +206,16 @@ class RayReplayProvider:
         Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
         ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
         """
-        actor = self._usable()  # a closed handle says so before judging the request
+        self._usable()  # a closed handle says so before judging the request
         digest = request_hash(request)
-        reply = self._get(actor.complete.remote(digest))
+        reply = self._get(self._submit("complete", digest))
         return self._answer(reply, digest)
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """``complete`` for asyncio: awaits Ray's object reference on the event loop."""
-        actor = self._usable()
+        self._usable()
         digest = request_hash(request)
-        ref = actor.complete.remote(digest)
+        ref = self._submit("complete", digest)
         failure: BaseException | None = None
         try:
             reply: bytes = await asyncio.wait_for(_awaitable(ref), self._timeout)
@@ -234,7 +234,7 @@ class RayReplayProvider:
         have raised for that request (``ReplayMiss``, ``SequenceExhausted``,
         ``RequestError``). A closed handle or a lost actor fails the whole batch.
         """
-        actor = self._usable()
+        self._usable()
         results: list[dict[str, Any] | ReplayError | None] = []
         digests: list[str] = []
         for request in requests:
@@ -247,7 +247,7 @@ class RayReplayProvider:
             results.append(None if invalid is None else invalid.with_traceback(None))
         if not digests:
             return [r for r in results if r is not None]
-        replies: list[bytes] = self._get(actor.complete_many.remote(digests))
+        replies: list[bytes] = self._get(self._submit("complete_many", digests))
         if replies == [_RELEASED]:
             self._ended = True
             raise ProviderClosed(_RELEASED_MESSAGE)
@@ -263,14 +263,14 @@ class RayReplayProvider:
 
     def snapshot(self) -> dict[str, Any]:
         """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
-        result: dict[str, Any] = self._json(self._get(self._usable().snapshot.remote()))
+        result: dict[str, Any] = self._json(self._get(self._submit("snapshot")))
         result["kind"] = "replay"
         result["backend"] = "ray"
         return result
 
     def inspect(self) -> dict[str, Any]:
         """Owner-only diagnostics: the hashes of misses and exhausted sequences."""
-        result: dict[str, Any] = self._json(self._get(self._usable().inspect.remote()))
+        result: dict[str, Any] = self._json(self._get(self._submit("inspect")))
         return result
 
     # -- the caller's side of a result code -------------------------------------------
@@ -317,6 +317,27 @@ class RayReplayProvider:
         if self._broken:
             raise ActorLost(f"the cursor actor ({self._who}) was lost earlier")
         return self._actor
+
+    def _submit(self, method: str, *args: Any) -> Any:
+        """Send one call to the actor: its object reference."""
+        actor = self._usable()
+        ray = ray_module()
+        # Never let a call start a Ray instance of its own (Ray would, after
+        # ``ray.shutdown()``): the acquisition belonged to the cluster that is gone.
+        if not ray.is_initialized():
+            self._broken = True
+            raise ActorLost(
+                f"the cursor actor ({self._who}) is out of reach: Ray is not running here"
+            )
+        failure: BaseException | None = None
+        try:
+            return getattr(actor, method).remote(*args)
+        except Exception as exc:  # Ray reports a failed submission as a bare Exception
+            failure = exc
+        self._broken = True
+        lost = ActorLost(f"the cursor actor ({self._who}) cannot be reached")
+        lost.__cause__ = failure
+        raise lost
 
     def _get(self, ref: Any) -> Any:
         """``ray.get`` bounded by the handle's timeout; Ray's failures become ours."""
@@ -369,18 +390,20 @@ class RayReplayProvider:
         if not self._acquirer or actor is None:
             return
         ray = ray_module()
+        if not ray.is_initialized():
+            return  # this process left the cluster, and Ray ended its actors with it
         if not (self._ended or self._broken):
             try:
                 ray.get(actor.release.remote(), timeout=min(self._timeout, _RELEASE_WAIT))
-            except ray.exceptions.RayError:
+            except Exception:
                 pass  # dead or unresponsive: the kill below ends it either way
         try:
             ray.kill(actor, no_restart=True)
             # Resolves (with an error) once the actor is gone: release returns after.
             gone = actor.__ray_ready__.remote()
             ray.wait([gone], timeout=min(self._timeout, _RELEASE_WAIT))
-        except ray.exceptions.RayError:
-            pass
+        except Exception:
+            pass  # release never raises: whatever Ray reports, the actor is not ours now
 
     def __enter__(self) -> RayReplayProvider:
         return self
@@ -454,8 +477,8 @@ def acquire(
     against this process's working directory); or pass the file's content as
     ``fixture_bytes`` instead. Raises
     ``FixtureError`` (reason and line only) if the fixture is rejected, ``ActorLost`` if
-    the actor does not come up within ``timeout``, ``ReplayError`` without Ray. Uses the
-    Ray cluster this process is connected to (``ray.init``), as every Ray call does.
+    the actor does not come up within ``timeout``, ``ReplayError`` without Ray or before
+    ``ray.init()``: it uses the Ray cluster this process is connected to.
     """
     timeout = check_timeout(timeout)
     if (fixture is None) == (fixture_bytes is None):
@@ -464,6 +487,10 @@ def acquire(
     if fixture_bytes is not None and len(fixture_bytes) > limits.max_file_bytes:
         raise FixtureError("file_too_large")
     ray = ray_module()
+    if not ray.is_initialized():
+        # Ray would start a private cluster on the first call; an acquisition belongs on
+        # the cluster the evaluation's tasks run on, so that choice is the caller's.
+        raise ReplayError("Ray is not initialized in this process: call ray.init() first")
     path = None if fixture is None else os.path.abspath(os.fspath(fixture))
     # Shipped through the object store, so the actor's creation spec (which Ray's
     # control plane keeps) holds a reference rather than the payloads.
@@ -494,8 +521,8 @@ def acquire(
         )
     try:
         ray.kill(actor, no_restart=True)
-    except ray.exceptions.RayError:
-        pass
+    except Exception:
+        pass  # already gone: nothing is left to end
     if failure is not None:
         if isinstance(failure, ray.exceptions.GetTimeoutError):
             raise ActorLost("the cursor actor did not come up in time") from failure
