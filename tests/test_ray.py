@@ -366,9 +366,13 @@ EvalWorker: Any = remote(num_cpus=0, resources={SECOND_NODE: 0.1})(_EvalWorker)
 def test_four_tasks_drain_one_sequence_exactly_once(fixture_path: Path) -> None:
     with acquire(fixture_path, timeout=30) as llm:
         gate = Gate.remote()
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        head = ray.get_runtime_context().get_node_id()
+        on_head = drain.options(scheduling_strategy=NodeAffinitySchedulingStrategy(head, False))
         on_second = drain.options(resources={SECOND_NODE: 0.1})
         # Four tasks, two on each node, start together on the gate.
-        tasks = [(drain if i % 2 else on_second).remote(llm, gate) for i in range(4)]
+        tasks = [(on_head if i % 2 else on_second).remote(llm, gate) for i in range(4)]
         open_when_all_arrived(gate, 4)
         results = ray.get(tasks, timeout=60)
         taken = sorted(i for got, _, _ in results for i in got)
