@@ -39,6 +39,7 @@ from replay_actor import (  # noqa: E402
     ActorLost,
     Ceilings,
     FixtureError,
+    Provider,
     ProviderClosed,
     ReplayError,
     ReplayMiss,
@@ -861,6 +862,7 @@ def test_a_manifest_with_backend_ray_opens_a_ray_provider(
     )
     with open_provider(manifest) as llm:
         assert isinstance(llm, RayReplayProvider)
+        assert isinstance(llm, Provider)  # what the SDK transports and integrations take
         assert llm.private
         assert ray.get(call.remote(llm, "hello")) == ("ok", repr({"content": "frozen"}))
         assert ray.get(call.remote(llm, "nope")) == (
