@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import traceback
@@ -19,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from . import calls, concurrency, lifecycle, loading, report, sdk, vcr_peer
+from . import calls, concurrency, lifecycle, loading, raybackend, report, sdk, vcr_peer
 from .procs import actors_alive, stop_resource_tracker, stop_zygote
 from .timing import Config, Row
 from .workload import cache_dir
@@ -45,9 +46,7 @@ def _leftover_children() -> list[psutil.Process]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
-    parser.add_argument(
-        "--only", default="", help="comma-separated sections: P1 P2 P3 P4 P5 P6 P7 P8 P9 P12"
-    )
+    parser.add_argument("--only", default="", help="comma-separated sections: P1 ... P13")
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
     only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
@@ -74,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P6"}, "fixture load (P6)", lambda: loading.run_loading(cfg)),
         ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
+        ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
     ]
     try:
         for ids, title, run in sections:
@@ -89,8 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
-    # By number (P12 after P9), then by suffix (P4a before P4b).
-    rows.sort(key=lambda r: (int(r.id[1:].rstrip("abcdefgh")), r.id))
+    rows.sort(key=lambda r: (int(re.sub(r"\D", "", r.id[:3])), r.id))  # P1a < P9 < P13
     duration = time.perf_counter() - started
     # Every provider was released, so every actor has exited (release waits for it);
     # give a late one a moment, then end the run's zygote, which the library keeps

@@ -73,6 +73,11 @@ METHOD: Final = """\
   JSON, plus one `complete()` of the realistic request on a handle of its own. Both
   answers are asserted equal first. The difference is the transport and the vendor
   mapping (body decode, body -> neutral request, neutral response -> vendor JSON).
+- **P13**: a single-node Ray cluster of the benchmark's own (`ray.init(address="local")`,
+  2 CPUs, stopped at the end); one Ray task times, interleaved, `complete()` of the
+  realistic request on a `replay_actor.ray` handle and a bare Ray actor method
+  (`num_cpus=0`) returning the same response bytes; P13b times `complete_many()` of 100
+  requests per request (report only). docs/ray.md says what a multi-node cluster adds.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
+    from .integrations.ray import RayReplayProvider
     from .manifest import open_provider
     from .replay.handle import ReplayProvider, acquire
     from .replay.supervisor import Supervisor
@@ -79,6 +80,7 @@ _LOCATIONS: dict[str, str] = {
     "FixtureSet": "fixture._table",
     "entry_line": "fixture._format",
     "load_fixture": "fixture._parse",
+    "RayReplayProvider": "integrations.ray",
     "open_provider": "manifest",
     "ReplayProvider": "replay.handle",
     "acquire": "replay.handle",
@@ -106,6 +108,7 @@ __all__ = [
     "OwnerNotAlive",
     "Provider",
     "ProviderClosed",
+    "RayReplayProvider",
     "RecordingError",
     "RecordingLocked",
     "ProviderTransport",

@@ -4,6 +4,7 @@
 every key, and returns a provider with the same interface whatever the kind::
 
     [provider] kind = "replay" -> replay.handle.acquire(...)  (cursor actor)
+                 backend = "ray" -> integrations.ray.acquire(...)  (cursor actor on Ray)
                kind = "live"   -> LiveProvider(adapter from [provider])
                kind = "record" -> RecordingProvider(fixture, LiveProvider(from [provider.live]))
 
@@ -30,7 +31,10 @@ from .fixture import Ceilings
 __all__ = ["Provider", "open_provider"]
 
 KINDS: Final = ("replay", "live", "record")
-_REPLAY_KEYS: Final = frozenset({"kind", "fixture", "data", "inspection", "ceilings", "timeout"})
+BACKENDS: Final = ("local", "ray")
+_REPLAY_KEYS: Final = frozenset(
+    {"kind", "fixture", "data", "inspection", "ceilings", "timeout", "backend"}
+)
 _RECORD_KEYS: Final = frozenset({"kind", "fixture", "data", "ceilings", "live"})
 _TOML_LINE: Final = re.compile(r"at line (\d+), column (\d+)")
 
@@ -205,9 +209,16 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
         assert fixture is not None
         return RecordingProvider(fixture, live, private=private, ceilings=Ceilings(**overrides))
     provider.check_keys(_REPLAY_KEYS, 'kind = "replay"')
+    backend = provider.choice("backend", BACKENDS, default="local")
     fixture = _path(provider, "fixture", base, required=True)
     private = _private(provider)
     inspection = _path(provider, "inspection", base, required=False)
+    if backend == "ray" and inspection is not None:
+        # The record would be written on whichever node runs the cursor actor.
+        raise ManifestError(
+            'provider.inspection is not available with backend = "ray" (use inspect())',
+            key="provider.inspection",
+        )
     overrides = _ceilings(provider)
     extra: dict[str, Any] = {}
     if "timeout" in provider.values:
@@ -217,9 +228,16 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
                 "provider.timeout must be a positive number of seconds", key="provider.timeout"
             )
         extra["timeout"] = float(timeout)
+    assert fixture is not None
+    if backend == "ray":
+        from .integrations.ray import acquire as acquire_on_ray
+
+        on_ray: Provider = acquire_on_ray(
+            fixture, private=private, ceilings=Ceilings(**overrides), **extra
+        )
+        return on_ray
     from .replay.handle import acquire
 
-    assert fixture is not None
     provider_handle: Provider = acquire(
         fixture,
         private=private,

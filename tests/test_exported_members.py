@@ -19,6 +19,7 @@ EXPECTED = {
     "OwnerNotAlive",
     "Provider",
     "ProviderClosed",
+    "RayReplayProvider",
     "RecordingError",
     "RecordingLocked",
     "ProviderTransport",
@@ -114,3 +115,12 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 
     with pytest.raises(AttributeError):
         replay_actor.no_such_name  # noqa: B018
+
+
+def test_the_ray_module_exports_its_acquire_and_handle() -> None:
+    # Importing it does not import Ray (tests/test_ray.py checks that in a fresh process).
+    import replay_actor.ray
+
+    assert replay_actor.ray.__all__ == ["RayReplayProvider", "acquire"]
+    assert replay_actor.ray.RayReplayProvider is replay_actor.RayReplayProvider
+    assert replay_actor.ray.acquire.__module__ == "replay_actor.integrations.ray"

@@ -82,6 +82,14 @@ BAD: list[tuple[str, Any, str | None]] = [
     ("replay: data type", _with(REPLAY, data=True), "provider.data"),
     ("replay: inspection type", _with(REPLAY, inspection=1), "provider.inspection"),
     ("replay: timeout", _with(REPLAY, timeout=-1), "provider.timeout"),
+    ("replay: backend unknown", _with(REPLAY, backend="dask"), "provider.backend"),
+    ("replay: backend type", _with(REPLAY, backend=True), "provider.backend"),
+    (
+        "replay: inspection on ray",
+        _with(REPLAY, backend="ray", inspection="x.jsonl"),
+        "provider.inspection",
+    ),
+    ("record: backend", _with(RECORD, backend="ray"), "provider.backend"),
     ("replay: ceilings type", _with(REPLAY, ceilings=5), "provider.ceilings"),
     (
         "replay: ceilings unknown",
