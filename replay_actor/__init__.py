@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
     from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
+    from .integrations.ray import RayReplayProvider
     from .integrations.sdk import (
         anthropic_client,
         async_anthropic_client,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
-    from .integrations.ray import RayReplayProvider
     from .manifest import open_provider
     from .replay.handle import ReplayProvider, acquire
     from .replay.supervisor import Supervisor
@@ -108,10 +108,10 @@ __all__ = [
     "OwnerNotAlive",
     "Provider",
     "ProviderClosed",
+    "ProviderTransport",
     "RayReplayProvider",
     "RecordingError",
     "RecordingLocked",
-    "ProviderTransport",
     "ReplayError",
     "ReplayMiss",
     "ReplayProvider",
