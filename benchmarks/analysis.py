@@ -180,4 +180,12 @@ took part of the two cores while the benchmark ran (see the load average under
 Machine): the lone evaluation still finds a free core, four of them compete with
 that load, so the ratio is bounded by the idle CPU, not by replay-actor (each
 evaluation has its own actor; nothing is shared between them).""",
+    "E1": """\
+The sidecar's 10,000 requests (~170 MB) share their first 20 messages with the missing
+request, so every one ties on the first ranking criterion and has its differing paths
+counted. The file is memory-mapped and each line decoded once into raw byte slices per
+field and per message (in C); messages are compared as bytes, parameters and tools
+identical across entries are diffed once (memoised by their bytes), and only the last
+message of each entry is decoded into Python objects. The remaining time is that decode,
+the byte comparisons in a Python loop, and mapping the file.""",
 }

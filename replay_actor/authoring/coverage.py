@@ -1,0 +1,137 @@
+"""What runs used of a fixture, from their inspection records.
+
+Each inspection record is one run (one acquisition's events, or several appended to the
+same file): ``miss``, ``exhausted`` and — when the run asked for them with
+``inspection_served=True`` — one ``served`` line per hit. Over one or more records:
+
+- ``unused``: entries that no record shows served (or exhausted);
+- ``partly_consumed``: sequences whose most-consumed run still left elements unserved
+  (``served`` is that run's count, ``length`` the sequence's);
+- ``misses``: each missed hash with its count, summed over the records.
+
+Without ``served`` lines a record cannot tell a used entry from an unused one, so every
+entry looks unused: ``CoverageReport.served_events`` says whether any record had them.
+A torn last line (a run killed mid-write) is ignored; lines of events this version does
+not know (such as ``nearest``) are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from .._errors import ReplayError
+from .._fixture import FixtureSet
+
+__all__ = ["CoverageReport", "coverage"]
+
+
+class _Event(msgspec.Struct):
+    event: str
+    request_hash: str
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
+
+
+@dataclass(frozen=True)
+class CoverageReport:
+    entries: int
+    unused: list[str]
+    partly_consumed: list[dict[str, Any]]
+    misses: list[dict[str, Any]]
+    records: int
+    served_events: int
+
+    def as_json(self) -> dict[str, Any]:
+        """``coverage --json``'s document."""
+        return {
+            "entries": self.entries,
+            "unused": self.unused,
+            "partly_consumed": self.partly_consumed,
+            "misses": self.misses,
+        }
+
+
+def _events(path: str | os.PathLike[str]) -> list[_Event]:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise ReplayError(
+            f"{os.fspath(path)}: cannot read the inspection record ({exc.strerror or exc})"
+        ) from None
+    lines = data.split(b"\n")
+    lines.pop()  # after the last newline: empty, or a torn line
+    events: list[_Event] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            events.append(_decode_event(line))
+        except msgspec.DecodeError:
+            problem = f"{os.fspath(path)}: line {number} is not an inspection record line"
+            break
+    else:
+        return events
+    raise ReplayError(problem)
+
+
+def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> CoverageReport:
+    """Coverage of ``fixture`` over the runs whose inspection ``records`` are given."""
+    most_served: Counter[str] = Counter()
+    misses: Counter[str] = Counter()
+    served_events = 0
+    for record in records:
+        served: Counter[str] = Counter()
+        for event in _events(record):
+            if event.event == "served":
+                served[event.request_hash] += 1
+                served_events += 1
+            elif event.event == "exhausted":
+                stored = fixture.stored(event.request_hash)
+                length = len(stored) if isinstance(stored, tuple) else 1
+                served[event.request_hash] = max(served[event.request_hash], length)
+            elif event.event == "miss":
+                misses[event.request_hash] += 1
+        for digest, count in served.items():
+            most_served[digest] = max(most_served[digest], count)
+    hashes = fixture.request_hashes()
+    unused = sorted(digest for digest in hashes if most_served[digest] == 0)
+    partly = []
+    for digest in sorted(hashes):
+        stored = fixture.stored(digest)
+        if isinstance(stored, tuple) and 0 < most_served[digest] < len(stored):
+            partly.append(
+                {"request_hash": digest, "served": most_served[digest], "length": len(stored)}
+            )
+    return CoverageReport(
+        entries=len(fixture),
+        unused=unused,
+        partly_consumed=partly,
+        misses=[{"request_hash": h, "count": n} for h, n in sorted(misses.items())],
+        records=len(records),
+        served_events=served_events,
+    )
+
+
+def coverage_text(fixture: str, report: CoverageReport) -> str:
+    """``coverage``'s human-readable report."""
+    runs = f"{report.records} inspection record{'s' if report.records != 1 else ''}"
+    lines = [f"{fixture}: {report.entries} entries, {runs}"]
+    lines.append(f"unused entries: {len(report.unused)}")
+    lines.extend(f"  {digest}" for digest in report.unused)
+    lines.append(f"sequences not fully consumed: {len(report.partly_consumed)}")
+    lines.extend(
+        f"  {item['request_hash']}  served {item['served']} of {item['length']}"
+        for item in report.partly_consumed
+    )
+    total = sum(item["count"] for item in report.misses)
+    lines.append(f"misses: {len(report.misses)} requests, {total} calls")
+    lines.extend(f"  {item['request_hash']}  {item['count']} calls" for item in report.misses)
+    return "\n".join(lines) + "\n"
