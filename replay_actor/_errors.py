@@ -24,7 +24,7 @@ raised outside any ``except`` block so ``__context__`` stays empty.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "FIXTURE_REASONS",
@@ -137,9 +137,43 @@ class ReplayMiss(_HashedError):
 
     ``request_hash`` is the hash to add to the fixture, or ``None`` in private mode
     (read it from ``provider.inspect()`` or the inspection record instead).
+
+    ``nearest`` (normal mode, when the fixture has a request sidecar) names the nearest
+    recorded request and the JSON paths where this one differs, without their values:
+    ``{"request_hash": "sha256:…", "paths": ["messages[3].content", …]}``; the message
+    gains one line saying the same. ``None`` without a sidecar, and always in private
+    mode, where the explanation goes to the inspection record instead.
     """
 
     _base_message = "no replay fixture matches this request"
+    nearest: dict[str, Any] | None
+
+    def __init__(
+        self, request_hash: str | None = None, nearest: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(request_hash)
+        # Private mode (no hash) carries nothing more, whatever the caller passed.
+        self.nearest = None if request_hash is None else nearest
+        if self.nearest is not None:
+            self.args = (f"{self.args[0]}\n{_nearest_line(self.nearest)}",)
+
+    def __reduce__(self) -> tuple[type[ReplayMiss], tuple[str | None, dict[str, Any] | None]]:
+        return (ReplayMiss, (self.request_hash, self.nearest))
+
+
+#: How many differing paths the message names before summing up the rest.
+_PATHS_SHOWN: Final = 8
+
+
+def _nearest_line(nearest: dict[str, Any]) -> str:
+    paths: list[str] = list(nearest["paths"])
+    head = f"nearest recorded request {nearest['request_hash']}"
+    if not paths:
+        return f"{head} is this very request: its fixture entry is missing"
+    shown = ", ".join(paths[:_PATHS_SHOWN])
+    if len(paths) > _PATHS_SHOWN:
+        shown += f" and {len(paths) - _PATHS_SHOWN} more"
+    return f"{head} differs at: {shown}"
 
 
 class SequenceExhausted(_HashedError):
