@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--only P1,P3,...]``: run SPEC §7's benchmarks.
+"""``python -m benchmarks [--quick] [--only P1,P3,...]``: run the benchmarks (docs/benchmarks.md).
 
 A full run prints the table, writes ``benchmarks/results/latest.json`` and rewrites
 ``docs/benchmarks.md`` and ``docs/benchmarks.png``. ``--quick`` (a smoke run) and

@@ -6,13 +6,20 @@ import replay_actor
 
 EXPECTED = {
     "ActorLost",
+    "Adapter",
     "Ceilings",
     "FixtureError",
     "FixtureSet",
+    "InspectionPathError",
+    "InvalidArgument",
     "LiveProviderError",
     "ManifestError",
     "Message",
+    "OwnerNotAlive",
+    "Provider",
     "ProviderClosed",
+    "RecordingError",
+    "RecordingLocked",
     "ReplayError",
     "ReplayMiss",
     "ReplayProvider",
@@ -20,11 +27,13 @@ EXPECTED = {
     "RequestError",
     "SequenceExhausted",
     "Supervisor",
+    "TooManyActors",
     "Tool",
     "ToolCall",
     "__version__",
     "acquire",
     "canonical_json",
+    "entry_line",
     "load_fixture",
     "open_provider",
     "request_hash",
@@ -47,13 +56,19 @@ def test_exception_tree() -> None:
     from replay_actor import (
         ActorLost,
         FixtureError,
+        InspectionPathError,
+        InvalidArgument,
         LiveProviderError,
         ManifestError,
+        OwnerNotAlive,
         ProviderClosed,
+        RecordingError,
+        RecordingLocked,
         ReplayError,
         ReplayMiss,
         RequestError,
         SequenceExhausted,
+        TooManyActors,
     )
 
     for exc in (
@@ -65,9 +80,16 @@ def test_exception_tree() -> None:
         ActorLost,
         ManifestError,
         LiveProviderError,
+        InvalidArgument,
+        OwnerNotAlive,
+        TooManyActors,
+        InspectionPathError,
+        RecordingError,
     ):
         assert issubclass(exc, ReplayError)
+    assert issubclass(RecordingLocked, RecordingError)
     assert issubclass(RequestError, ValueError)
+    assert issubclass(InvalidArgument, ValueError)
     assert not issubclass(ProviderClosed, ActorLost)
     assert not issubclass(ActorLost, ProviderClosed)
 

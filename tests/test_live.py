@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 
 from replay_actor import LiveProviderError, ManifestError, ProviderClosed, RequestError
-from replay_actor._live import ADAPTER_GROUP, Adapter, LiveProvider, load_adapter_factory
-from replay_actor._manifest import open_provider
-from replay_actor._openai import OpenAIAdapter
-from tests.chat_server import ChatServer, chat
-
-__all__ = ["chat"]
+from replay_actor.adapters.base import ADAPTER_GROUP, Adapter, load_adapter_factory
+from replay_actor.adapters.live import LiveProvider
+from replay_actor.adapters.openai import OpenAIAdapter
+from replay_actor.manifest import open_provider
+from tests.chat_server import ChatServer
 
 SECRET_KEY = "sk-test-SECRET-5f2c9a71e0d4"
 SECRET_PROMPT = "my confidential prompt about project NIGHTJAR"

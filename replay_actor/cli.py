@@ -1,4 +1,4 @@
-"""The ``replay-actor`` command line (SPEC §6): validate, hash, inspect, lookup, stub.
+"""The ``replay-actor`` command line: validate, hash, inspect, lookup, stub (docs/cli.md).
 
 Every command works in this process, without a cursor actor: the CLI is the authoring
 tool around a fixture, not a replay provider. ``main(argv)`` returns the exit code
@@ -24,13 +24,14 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
-from . import __version__
+import msgspec
+
 from ._canonical import canonical_json
-from ._ceilings import Ceilings
 from ._errors import FixtureError, ReplayError, ReplayMiss, RequestError
-from ._fixture import entry_line, iter_rejections, load_fixture
-from ._inspection import open_inspection_record
 from ._request import canonical_request, request_hash
+from ._version import __version__
+from .fixture import MISS, Ceilings, Cursors, entry_line, iter_rejections, load_fixture
+from .replay.inspection import open_inspection_record
 
 __all__ = ["EXIT_INVALID", "EXIT_MISS", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -265,20 +266,20 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
     # Opened before the answer is known, so a bad record path fails every time, not only
     # on the miss it was meant to catch.
     record = open_inspection_record(args.inspection) if args.inspection else None
+    # Each CLI call is its own acquisition, so this is always its first call: a sequence
+    # answers with its first element, and a non-empty sequence cannot be exhausted.
+    outcome = Cursors(fixture).take(digest)
     try:
-        responses = fixture.responses_for(digest)
-        if responses is None:
+        if outcome is MISS:
             if record is not None:
-                # Each CLI call is its own acquisition, so this is always its first call.
                 record.append("miss", digest, 1)
             print(str(ReplayMiss(None if args.private else digest)), file=sys.stderr)
             return EXIT_MISS
     finally:
         if record is not None:
             record.close()
-    # A fresh acquisition's first call for a sequence entry is answered by its first
-    # element; a single CLI call cannot exhaust a non-empty sequence.
-    response = responses[0]
+    assert type(outcome) is bytes
+    response = msgspec.json.decode(outcome)
     if args.compact:
         _write(canonical_json(response) + b"\n")
     else:
