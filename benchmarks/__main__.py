@@ -44,7 +44,7 @@ def _leftover_children() -> list[psutil.Process]:
 
 
 def _order(row: Row) -> tuple[bool, int, str]:
-    """SPEC rows (P1, P9a, ...) in number order, then the others (E1, ...)."""
+    """The product targets (P1, P9a, ...) in number order, then the others (E1, ...)."""
     number = re.match(r"\D*(\d+)", row.id)
     return (row.id[0] != "P", int(number.group(1)) if number else 0, row.id)
 

@@ -6,7 +6,8 @@
     ├── InvalidArgument (ValueError) a bad argument value (a timeout, a ceiling, a limit)
     ├── FixtureError                 a fixture was rejected (.reason, .line)
     ├── RequestError (ValueError)    the request is not a valid provider-neutral request
-    ├── ReplayMiss                   no fixture entry matches the request (.request_hash)
+    ├── ReplayMiss                   no fixture entry matches the request (.request_hash,
+    │                                .nearest: the nearest recorded request, if known)
     ├── SequenceExhausted            every element of the entry's sequence was served
     ├── ProviderClosed               closed by you: release() was called on this handle
     ├── ActorLost                    broken from outside: the cursor actor died or hung
@@ -145,7 +146,7 @@ class _HashedError(ReplayError):
             super().__init__(f"{self._base_message} (request_hash: {request_hash})")
         self.request_hash = request_hash
 
-    def __reduce__(self) -> tuple[type[_HashedError], tuple[str | None]]:
+    def __reduce__(self) -> tuple[type[_HashedError], tuple[Any, ...]]:
         return (type(self), (self.request_hash,))
 
 
@@ -174,7 +175,7 @@ class ReplayMiss(_HashedError):
         if self.nearest is not None:
             self.args = (f"{self.args[0]}\n{_nearest_line(self.nearest)}",)
 
-    def __reduce__(self) -> tuple[type[ReplayMiss], tuple[str | None, dict[str, Any] | None]]:
+    def __reduce__(self) -> tuple[type[_HashedError], tuple[Any, ...]]:
         return (ReplayMiss, (self.request_hash, self.nearest))
 
 

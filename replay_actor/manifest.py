@@ -30,7 +30,9 @@ from .fixture import Ceilings
 __all__ = ["Provider", "open_provider"]
 
 KINDS: Final = ("replay", "live", "record")
-_REPLAY_KEYS: Final = frozenset({"kind", "fixture", "data", "inspection", "ceilings", "timeout"})
+_REPLAY_KEYS: Final = frozenset(
+    {"kind", "fixture", "data", "inspection", "inspection_served", "ceilings", "timeout"}
+)
 _RECORD_KEYS: Final = frozenset({"kind", "fixture", "data", "ceilings", "live"})
 _TOML_LINE: Final = re.compile(r"at line (\d+), column (\d+)")
 
@@ -217,6 +219,15 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
                 "provider.timeout must be a positive number of seconds", key="provider.timeout"
             )
         extra["timeout"] = float(timeout)
+    if "inspection_served" in provider.values:
+        served = provider.values["inspection_served"]
+        if type(served) is not bool or (served and inspection is None):
+            raise ManifestError(
+                "provider.inspection_served must be true or false, and true needs "
+                "provider.inspection",
+                key="provider.inspection_served",
+            )
+        extra["inspection_served"] = served
     from .replay.handle import acquire
 
     assert fixture is not None

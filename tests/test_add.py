@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture
-from replay_actor._fixture import entry_line
-from replay_actor._record import _take_lock
 from replay_actor.authoring.add import Added, add_response
+from replay_actor.fixture._format import entry_line
+from replay_actor.record.durable import take_lock
 from tests.procs import no_leaks
 
 __all__ = ["no_leaks"]
@@ -112,7 +112,7 @@ def test_the_loser_gets_a_clear_error_and_nothing_changes(tmp_path: Path) -> Non
     fixture = tmp_path / "fx.jsonl"
     add_response(fixture, A, {})
     before = fixture.read_bytes()
-    lock = _take_lock(str(fixture) + ".lock")  # as a recorder holds it for its session
+    lock = take_lock(str(fixture) + ".lock")  # as a recorder holds it for its session
     try:
         with pytest.raises(ReplayError) as info:
             add_response(fixture, B, {})

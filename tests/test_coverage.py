@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from replay_actor import ReplayError, load_fixture
-from replay_actor._fixture import entry_line
 from replay_actor.authoring.coverage import coverage, coverage_text
+from replay_actor.fixture._format import entry_line
 
 pytestmark = pytest.mark.timeout(60)
 

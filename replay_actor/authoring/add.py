@@ -22,10 +22,12 @@ from typing import Any
 
 import msgspec
 
-from .._ceilings import DEFAULT_CEILINGS, Ceilings
-from .._errors import FixtureError, ReplayError
-from .._fixture import entry_line, parse_fixture, read_fixture_bytes
-from .._record import _atomic_write, _take_lock
+from .._errors import FixtureError, RecordingLocked, ReplayError
+from ..fixture._ceilings import DEFAULT_CEILINGS, Ceilings
+from ..fixture._format import entry_line
+from ..fixture._parse import parse_fixture
+from ..fixture._read import read_fixture_bytes
+from ..record.durable import atomic_write, release_lock, take_lock
 
 __all__ = ["Added", "add_response"]
 
@@ -83,10 +85,8 @@ def add_response(
         raise ReplayError(f"{shown}: the folder {os.path.dirname(shown) or '.'} does not exist")
     lock_path = path + ".lock"
     try:
-        lock_fd = _take_lock(lock_path)
-    except ReplayError as exc:
-        if not str(exc).startswith("this fixture is already being recorded"):
-            raise
+        lock_fd = take_lock(lock_path)
+    except RecordingLocked:
         busy = (
             f"{shown}: another writer holds the fixture's lock ({lock_path}): a recording "
             "session or another add; nothing was changed, try again when it has finished"
@@ -102,12 +102,8 @@ def add_response(
                 ceilings=ceilings,
             )
         finally:
-            try:
-                os.unlink(lock_path)  # while still locked, as the recorder does
-            except OSError:
-                pass
-            os.close(lock_fd)
-    raise ReplayError(busy)
+            release_lock(lock_path, lock_fd)
+    raise RecordingLocked(busy)
 
 
 def _add_locked(
@@ -146,6 +142,6 @@ def _add_locked(
         where = "" if exc.line is None else f" at line {exc.line}"
         problem = f"{shown}: not added: the fixture would be rejected: {exc.reason}{where}"
     else:
-        _atomic_write(path, new)
+        atomic_write(path, new)
         return added
     raise ReplayError(problem)

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from .._errors import ReplayError
-from .._fixture import FixtureSet
+from ..fixture._table import FixtureSet
 
 __all__ = ["CoverageReport", "coverage"]
 

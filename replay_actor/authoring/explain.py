@@ -33,8 +33,9 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import ReplayError
+from .._errors import InspectionPathError, ReplayError, ReplayMiss
 from .._request import Request, RequestLike, canonical_request
+from ..replay.inspection import open_inspection_record
 from .sidecar import line_hash, sidecar_path
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "explain_miss",
     "explain_text",
     "find_nearest",
+    "miss_error",
     "read_sidecar",
 ]
 
@@ -340,6 +342,43 @@ def explain_miss(fixture: str | os.PathLike[str], request: RequestLike) -> dict[
     if nearest is None:
         return None
     return {"request_hash": nearest.request_hash, "paths": nearest.paths}
+
+
+def miss_error(
+    request: RequestLike,
+    digest: str,
+    private: bool,
+    fixture: str,
+    inspection_path: str | None,
+) -> ReplayMiss:
+    """The ``ReplayMiss`` a handle raises for ``request`` (hash ``digest``), explained.
+
+    Normal mode: ``nearest`` on the exception (and one more message line). Private mode:
+    the exception carries nothing; the explanation is appended to the owner-only
+    inspection record, if the acquisition has one. Either way the work is done here, in
+    frames that are gone before the exception is raised, so no traceback holds it.
+    """
+    if not private:
+        return ReplayMiss(digest, explain_miss(fixture, request) if fixture else None)
+    if fixture and inspection_path is not None:
+        _note_nearest(fixture, request, digest, inspection_path)
+    return ReplayMiss(None)
+
+
+def _note_nearest(fixture: str, request: RequestLike, digest: str, inspection_path: str) -> None:
+    nearest = explain_miss(fixture, request)
+    if nearest is None:
+        return
+    try:
+        record = open_inspection_record(inspection_path)
+    except InspectionPathError:
+        return  # the actor opened it at acquisition; if it is gone now, so is this line
+    try:
+        record.append_nearest(digest, nearest)
+    except OSError:
+        pass  # a full disk must not turn a miss into another error
+    finally:
+        record.close()
 
 
 # -- presenting ---------------------------------------------------------------------------------

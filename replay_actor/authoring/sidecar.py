@@ -29,7 +29,7 @@ import time
 from typing import Final
 
 from .._errors import ReplayError
-from .._record import _fsync_dir, _write_all
+from ..record.durable import fsync_dir, write_all
 
 __all__ = ["SUFFIX", "SidecarWriter", "sidecar_line", "sidecar_path"]
 
@@ -89,14 +89,14 @@ class SidecarWriter:
                 return False
             line = sidecar_line(request_hash, canonical)
             os.lseek(fd, 0, os.SEEK_END)
-            _write_all(fd, line)
+            write_all(fd, line)
             os.fsync(fd)
             self._known.add(request_hash)
             self._scanned = size + len(line)
         finally:
             os.close(fd)  # closing drops the flock
         if created:
-            _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+            fsync_dir(os.path.dirname(os.path.abspath(self.path)))
         return True
 
     def _scan(self, fd: int, size: int) -> None:
