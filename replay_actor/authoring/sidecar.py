@@ -25,7 +25,9 @@ import errno
 import fcntl
 import os
 import stat
+import threading
 import time
+import warnings
 from typing import Final
 
 from .._errors import ReplayError
@@ -71,12 +73,29 @@ class SidecarWriter:
         self.path = sidecar_path(fixture)
         self._known: set[str] = set()
         self._scanned = 0  # bytes of the file already read into _known
+        self._lock = threading.Lock()  # threads of one recorder share this writer
+
+    def append_or_warn(self, request_hash: str, canonical: bytes) -> None:
+        """``append`` for record mode: the answer is already in the fixture, so a sidecar
+        that cannot be written costs only the explanation, and says so as a warning."""
+        try:
+            self.append(request_hash, canonical)
+        except (ReplayError, OSError) as exc:
+            warnings.warn(
+                f"the request was recorded, but not its request sidecar line: {exc}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def append(self, request_hash: str, canonical: bytes) -> bool:
         """Add the line for ``request_hash`` unless present; True if it was written.
 
         Raises ``ReplayError`` naming the path if the sidecar cannot be written.
         """
+        with self._lock:
+            return self._append(request_hash, canonical)
+
+    def _append(self, request_hash: str, canonical: bytes) -> bool:
         fd, created = _open(self.path)
         try:
             _lock(fd, self.path)
