@@ -78,7 +78,7 @@ def test_three_runs(fixture: Path, tmp_path: Path) -> None:
         f"  {SEQ3}  served 2 of 3",
         "misses: 2 requests, 3 calls",
         f"  {MISS_A}  2 calls",
-        f"  {MISS_B}  1 calls",
+        f"  {MISS_B}  1 call",
     ]
 
 

@@ -1,12 +1,16 @@
 """What runs used of a fixture, from their inspection records.
 
-Each inspection record is one run (one acquisition's events, or several appended to the
-same file): ``miss``, ``exhausted`` and — when the run asked for them with
-``inspection_served=True`` — one ``served`` line per hit. Over one or more records:
+An inspection record holds the events of one or more acquisitions: ``miss``,
+``exhausted`` and — when the run asked for them with ``inspection_served=True`` — one
+``served`` line per hit, each with ``call``, the call's 1-based index within its
+acquisition. Acquisitions that appended to the same file one after another are told
+apart by ``call`` starting again (a line whose ``call`` is not above the previous one
+starts a new acquisition); acquisitions that wrote to one file at the same time cannot be
+told apart, so give concurrent runs a record each. Over all those acquisitions:
 
 - ``unused``: entries that no record shows served (or exhausted);
-- ``partly_consumed``: sequences whose most-consumed run still left elements unserved
-  (``served`` is that run's count, ``length`` the sequence's);
+- ``partly_consumed``: sequences whose most-consumed acquisition still left elements
+  unserved (``served`` is that acquisition's count, ``length`` the sequence's);
 - ``misses``: each missed hash with its count, summed over the records.
 
 Without ``served`` lines a record cannot tell a used entry from an unused one, so every
@@ -34,6 +38,7 @@ __all__ = ["CoverageReport", "coverage"]
 class _Event(msgspec.Struct):
     event: str
     request_hash: str
+    call: int = 0  # absent from lines that are not about a call (``nearest``)
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
@@ -82,6 +87,11 @@ def _events(path: str | os.PathLike[str]) -> list[_Event]:
     raise ReplayError(problem)
 
 
+def _fold(most_served: Counter[str], served: Counter[str]) -> None:
+    for digest, count in served.items():
+        most_served[digest] = max(most_served[digest], count)
+
+
 def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> CoverageReport:
     """Coverage of ``fixture`` over the runs whose inspection ``records`` are given."""
     most_served: Counter[str] = Counter()
@@ -89,7 +99,13 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
     served_events = 0
     for record in records:
         served: Counter[str] = Counter()
+        last_call = 0
         for event in _events(record):
+            if event.call:
+                if event.call <= last_call:  # the next acquisition's first call
+                    _fold(most_served, served)
+                    served = Counter()
+                last_call = event.call
             if event.event == "served":
                 served[event.request_hash] += 1
                 served_events += 1
@@ -99,8 +115,7 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
                 served[event.request_hash] = max(served[event.request_hash], length)
             elif event.event == "miss":
                 misses[event.request_hash] += 1
-        for digest, count in served.items():
-            most_served[digest] = max(most_served[digest], count)
+        _fold(most_served, served)
     hashes = fixture.request_hashes()
     unused = sorted(digest for digest in hashes if most_served[digest] == 0)
     partly = []
@@ -120,6 +135,10 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
     )
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def coverage_text(fixture: str, report: CoverageReport) -> str:
     """``coverage``'s human-readable report."""
     runs = f"{report.records} inspection record{'s' if report.records != 1 else ''}"
@@ -132,6 +151,8 @@ def coverage_text(fixture: str, report: CoverageReport) -> str:
         for item in report.partly_consumed
     )
     total = sum(item["count"] for item in report.misses)
-    lines.append(f"misses: {len(report.misses)} requests, {total} calls")
-    lines.extend(f"  {item['request_hash']}  {item['count']} calls" for item in report.misses)
+    lines.append(f"misses: {_plural(len(report.misses), 'request')}, {_plural(total, 'call')}")
+    lines.extend(
+        f"  {item['request_hash']}  {_plural(item['count'], 'call')}" for item in report.misses
+    )
     return "\n".join(lines) + "\n"
