@@ -141,8 +141,9 @@ def _plural(n: int, noun: str) -> str:
 
 def coverage_text(fixture: str, report: CoverageReport) -> str:
     """``coverage``'s human-readable report."""
-    runs = f"{report.records} inspection record{'s' if report.records != 1 else ''}"
-    lines = [f"{fixture}: {report.entries} entries, {runs}"]
+    runs = _plural(report.records, "inspection record")
+    entries = "1 entry" if report.entries == 1 else f"{report.entries} entries"
+    lines = [f"{fixture}: {entries}, {runs}"]
     lines.append(f"unused entries: {len(report.unused)}")
     lines.extend(f"  {digest}" for digest in report.unused)
     lines.append(f"sequences not fully consumed: {len(report.partly_consumed)}")
