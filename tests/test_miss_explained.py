@@ -186,7 +186,7 @@ def test_served_lines_are_opt_in(fixture: Path, tmp_path: Path) -> None:
 
 def test_the_manifest_asks_for_served_lines(fixture: Path, tmp_path: Path) -> None:
     record = tmp_path / "state.jsonl"
-    manifest = {
+    manifest: dict[str, dict[str, Any]] = {
         "provider": {
             "kind": "replay",
             "fixture": str(fixture),
@@ -240,7 +240,7 @@ def test_coverage_over_three_real_runs(tmp_path: Path) -> None:
                     {"request_hash": request_hash(req("nope")), "count": 2},
                     {"request_hash": request_hash(req("other")), "count": 1},
                 ],
-                key=lambda item: item["request_hash"],
+                key=lambda item: str(item["request_hash"]),
             ),
         }
 
@@ -263,7 +263,10 @@ def test_record_mode_writes_the_sidecar_once_per_request(chat: ChatServer, tmp_p
             },
         }
     }
-    plan = {"messages": [{"role": "user", "content": "plan"}], "params": {"temperature": 0.2}}
+    plan: dict[str, Any] = {
+        "messages": [{"role": "user", "content": "plan"}],
+        "params": {"temperature": 0.2},
+    }
     act = {"messages": [{"role": "user", "content": "act"}]}
     with open_provider(manifest) as llm:
         for request in (plan, act, plan):
