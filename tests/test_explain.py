@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from replay_actor import ReplayError, request_hash
-from replay_actor._request import canonical_request
+from replay_actor._request import Request, canonical_request
 from replay_actor.authoring.explain import (
     ABSENT,
     explain_json,
@@ -127,6 +127,23 @@ def test_paths_go_down_to_the_differing_leaf(fixture: Path) -> None:
         ("params.stop[1]", "y", ABSENT),
         ('params["top-k"]', 3, 4),
     ]
+
+
+def test_scope_differs(fixture: Path) -> None:
+    scoped = json.loads(canonical_request(BASE))
+    scoped["scope"] = {"epoch": 1}
+    # written as record mode writes it; the hash is arbitrary here
+    digest = "sha256:" + "5" * 64
+    Path(sidecar_path(fixture)).write_bytes(
+        sidecar_line(digest, json.dumps(scoped, separators=(",", ":"), sort_keys=True).encode())
+    )
+    if "scope" in Request.__struct_fields__:
+        request = variant(scope={"epoch": 2})
+        expected: list[tuple[str, Any, Any]] = [("scope.epoch", 1, 2)]
+    else:  # this version's requests carry no scope: it is one side only
+        request = variant()
+        expected = [("scope", {"epoch": 1}, ABSENT)]
+    assert diffs(fixture, request) == expected
 
 
 def test_a_change_of_type_is_one_difference(fixture: Path) -> None:

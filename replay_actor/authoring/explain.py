@@ -100,15 +100,18 @@ class Nearest:
 # -- decoding the sidecar ---------------------------------------------------------------------
 
 _LIST_FIELDS: Final = ("messages", "tools")
+#: Every field of ``Request``, and ``scope`` (a request's pairing key) even where this
+#: version's ``Request`` lacks it, so a sidecar written with scopes is read, not refused.
+_ALL_FIELDS: Final = tuple(sorted({*Request.__struct_fields__, "scope"}))
 
 
 def _split_type() -> Any:
-    """A Struct with one raw slice per field of ``Request`` (lists: one per element).
+    """A Struct with one raw slice per request field (lists: one per element).
 
     Built from ``Request``'s own fields, so a field added there is compared here too.
     """
     fields: list[tuple[str, Any, Any]] = []
-    for name in Request.__struct_fields__:
+    for name in _ALL_FIELDS:
         if name in _LIST_FIELDS:
             fields.append((name, list[msgspec.Raw], msgspec.field(default_factory=list)))
         else:
@@ -118,7 +121,7 @@ def _split_type() -> Any:
 
 _Split: Final = _split_type()
 _decode_split: Final = msgspec.json.Decoder(_Split).decode
-_FIELDS: Final = tuple(sorted(Request.__struct_fields__))
+_FIELDS: Final = _ALL_FIELDS
 _REQUEST_AT: Final = len(b'{"request_hash":"') + 71 + len(b'","request":')
 _CLOSE: Final = ord("}")
 
