@@ -1,5 +1,7 @@
 """Add a response to a fixture: a new entry, or one more element of an existing one.
 
+Runs in: the caller (``replay-actor add``).
+
 For a hash the fixture does not hold, one line is appended; for one it holds, that
 entry's line is replaced in place by a ``responses`` sequence with the new response last
 (a single ``response`` becomes a sequence of two). Every other line, blank lines and

@@ -1,5 +1,7 @@
 """What runs used of a fixture, from their inspection records.
 
+Runs in: the caller (``replay-actor coverage``).
+
 An inspection record holds the events of one or more acquisitions: ``miss``,
 ``exhausted`` and — when the run asked for them with ``inspection_served=True`` — one
 ``served`` line per hit, each with ``call``, the call's 1-based index within its

@@ -1,5 +1,7 @@
 """Why a request missed: its nearest recorded request and every JSON path that differs.
 
+Runs in: the caller, only after a miss (a handle's miss branch, ``replay-actor explain``).
+
 Ranking, against the request sidecar (see ``sidecar``):
 
 1. most shared leading messages (``messages[0..k)`` equal, in order): a conversation

@@ -1,5 +1,7 @@
 """The request sidecar: ``<fixture>.requests.jsonl``, the request behind each hash.
 
+Runs in: the caller (record mode, the CLI, and a handle explaining a miss).
+
 A fixture holds hashes and responses only; a hash says *that* a request differs, never
 *where*. The sidecar keeps, for each recorded hash, the normalised neutral request it was
 computed from, one JSON line each::
