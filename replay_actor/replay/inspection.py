@@ -57,7 +57,7 @@ class InspectionRecord:
 def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
     """Open (creating with mode 0600) the inspection file for appending.
 
-    Raises ``InspectionPathError`` — naming no path — if the path is a symbolic link, not a
+    Raises ``InspectionPathError``, naming the path, if it is a symbolic link, not a
     regular file, or cannot be opened.
     """
     problem = "cannot be opened"
@@ -66,6 +66,8 @@ def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             problem = "is a symbolic link (refused)"
+        elif exc.strerror:
+            problem = f"cannot be opened ({exc.strerror})"
     else:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
@@ -74,4 +76,4 @@ def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
             return InspectionRecord(fd)
         os.close(fd)
         problem = "is not a regular file"
-    raise InspectionPathError(f"the inspection record path {problem}")
+    raise InspectionPathError(f"the inspection record path {os.fspath(path)} {problem}")
