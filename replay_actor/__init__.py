@@ -37,6 +37,13 @@ if TYPE_CHECKING:
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
     from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
+    from .integrations.sdk import (
+        anthropic_client,
+        async_anthropic_client,
+        async_openai_client,
+        openai_client,
+    )
+    from .integrations.transport import AsyncProviderTransport, ProviderTransport
     from .manifest import open_provider
     from .replay.handle import ReplayProvider, acquire
     from .replay.supervisor import Supervisor
@@ -76,11 +83,18 @@ _LOCATIONS: dict[str, str] = {
     "ReplayProvider": "replay.handle",
     "acquire": "replay.handle",
     "Supervisor": "replay.supervisor",
+    "anthropic_client": "integrations.sdk",
+    "async_anthropic_client": "integrations.sdk",
+    "async_openai_client": "integrations.sdk",
+    "openai_client": "integrations.sdk",
+    "AsyncProviderTransport": "integrations.transport",
+    "ProviderTransport": "integrations.transport",
 }
 
 __all__ = [
     "ActorLost",
     "Adapter",
+    "AsyncProviderTransport",
     "Ceilings",
     "FixtureError",
     "FixtureSet",
@@ -94,6 +108,7 @@ __all__ = [
     "ProviderClosed",
     "RecordingError",
     "RecordingLocked",
+    "ProviderTransport",
     "ReplayError",
     "ReplayMiss",
     "ReplayProvider",
@@ -106,10 +121,14 @@ __all__ = [
     "ToolCall",
     "__version__",
     "acquire",
+    "anthropic_client",
+    "async_anthropic_client",
+    "async_openai_client",
     "canonical_json",
     "entry_line",
     "load_fixture",
     "open_provider",
+    "openai_client",
     "request_hash",
 ]
 

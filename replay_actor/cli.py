@@ -34,12 +34,22 @@ from ._version import __version__
 from .fixture import MISS, Ceilings, Cursors, entry_line, iter_rejections, load_fixture
 from .replay.inspection import open_inspection_record
 
-__all__ = ["EXIT_INVALID", "EXIT_MISS", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = [
+    "EXIT_INVALID",
+    "EXIT_MISS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "VENDORS",
+    "main",
+    "read_request_arg",
+]
 
 EXIT_OK: Final = 0
 EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_MISS: Final = 3
+#: What ``--from`` accepts: the vendor request bodies ``read_request_arg`` can read.
+VENDORS: Final = ("openai", "anthropic")
 
 PROG: Final = "replay-actor"
 _STDIN: Final = "-"
@@ -144,8 +154,38 @@ def _read_json(source: str, what: str) -> Any:
     raise CLIError(f"{label}: {what} is {problem}")
 
 
-def _read_request(source: str) -> Any:
-    return _read_json(source, "request")
+def read_request_arg(source: str, vendor: str | None = None) -> Any:
+    """The provider-neutral request in ``source`` (a path or ``-``).
+
+    With ``vendor`` (``--from openai|anthropic``) the file holds that vendor's request
+    body, as an SDK sends it or a log shows it, and is read through the one vendor
+    mapping (docs/sdk.md, "The mapping"), so it hashes as the SDK call does. Errors name
+    the input and the field, never its contents.
+    """
+    data = _read_json(source, "request")
+    if vendor is None:
+        return data
+    if vendor == "openai":
+        from .vendors.openai import read_body
+    else:
+        from .vendors.anthropic import read_body
+    try:
+        return read_body(data).request
+    except RequestError as exc:
+        raise CLIError(f"{_label(source)}: {exc}") from None
+
+
+def _add_from_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from",
+        dest="vendor",
+        choices=VENDORS,
+        default=None,
+        help=(
+            "the request file is this vendor's request body (chat completions or "
+            "messages), read as the SDK transports read it"
+        ),
+    )
 
 
 # -- argument types ----------------------------------------------------------------------
@@ -235,7 +275,7 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _cmd_hash(args: argparse.Namespace) -> int:
-    request = _read_request(args.request)
+    request = read_request_arg(args.request, args.vendor)
     label = _label(args.request)
     try:
         if args.canonical:
@@ -258,7 +298,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_lookup(args: argparse.Namespace) -> int:
     ceilings = _ceilings(args.ceiling)
-    request = _read_request(args.request)
+    request = read_request_arg(args.request, args.vendor)
     try:
         digest = request_hash(request)
     except RequestError as exc:
@@ -289,14 +329,28 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
 
 
 def _cmd_stub(args: argparse.Namespace) -> int:
-    if (args.request is None) != (args.fixture is None):
+    if args.fixture is not None and args.request is None:
         raise CLIError(
-            "stub: --request and --fixture go together (the request is added to the "
-            "request sidecar of that fixture)",
+            "stub: --fixture names whose request sidecar gets --request; give --request too",
             EXIT_USAGE,
         )
+    canonical: bytes | None = None
+    if args.request is not None:
+        request = read_request_arg(args.request, args.vendor)
+        try:
+            digest = request_hash(request)
+            if args.fixture is not None:
+                canonical = canonical_request(request)
+        except RequestError as exc:
+            raise CLIError(f"{_label(args.request)}: {exc}") from None
+        if args.request_hash is not None and args.request_hash != digest:
+            raise CLIError("REQUEST_HASH is not the hash of --request", code=EXIT_USAGE)
+        args.request_hash = digest
+    elif args.request_hash is None:
+        raise CLIError("give REQUEST_HASH or --request REQUEST.json", code=EXIT_USAGE)
+    elif args.vendor is not None:
+        raise CLIError("--from reads the file of --request", code=EXIT_USAGE)
     response = _response_arg(args)
-    canonical = _request_for(args)
     try:
         line = entry_line(args.request_hash, response=response)
     except (RequestError, ValueError) as exc:
@@ -313,7 +367,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     from .authoring.sidecar import sidecar_path
 
     ceilings = _ceilings(args.ceiling)
-    request = _read_request(args.request)
+    request = read_request_arg(args.request, args.vendor)
     try:
         digest = request_hash(request)
     except RequestError as exc:
@@ -354,8 +408,10 @@ def _response_arg(args: argparse.Namespace) -> dict[str, Any]:
 def _request_for(args: argparse.Namespace) -> bytes | None:
     """``--request``'s canonical bytes, checked against REQUEST_HASH; None without it."""
     if args.request is None:
+        if args.vendor is not None:
+            raise CLIError("--from reads the file of --request", code=EXIT_USAGE)
         return None
-    request = _read_request(args.request)
+    request = read_request_arg(args.request, args.vendor)
     label = _label(args.request)
     try:
         canonical = canonical_request(request)
@@ -363,7 +419,9 @@ def _request_for(args: argparse.Namespace) -> bytes | None:
     except RequestError as exc:
         raise CLIError(f"{label}: {exc}") from None
     if digest != args.request_hash:
-        raise CLIError(f"{label}: the request hashes to {digest}, not {args.request_hash}")
+        raise CLIError(
+            f"{label}: the request hashes to {digest}, not {args.request_hash}", EXIT_USAGE
+        )
     return canonical
 
 
@@ -518,7 +576,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  replay-actor hash request.json\n"
             '  echo \'{"messages":[{"role":"user","content":"hi"}]}\' | '
             "replay-actor hash\n"
-            "  replay-actor hash --canonical request.json | sha256sum\n\n"
+            "  replay-actor hash --canonical request.json | sha256sum\n"
+            "  replay-actor hash --from openai body-from-a-log.json\n\n"
             "exit: 0 printed, 1 invalid request or unreadable input"
         ),
     )
@@ -537,6 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
             "newline unless stdout is a terminal)"
         ),
     )
+    _add_from_option(hash_)
     hash_.set_defaults(handler=_cmd_hash)
 
     inspect = commands.add_parser(
@@ -600,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the response as one line of canonical JSON instead of indented",
     )
+    _add_from_option(lookup)
     _add_ceiling_option(lookup)
     lookup.set_defaults(handler=_cmd_lookup)
 
@@ -621,32 +682,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stub.add_argument(
         "request_hash",
+        nargs="?",
         type=_hash_arg,
         metavar="REQUEST_HASH",
         help="sha256: followed by 64 lowercase hex digits (as `hash` or a miss prints it)",
     )
+    stub.add_argument(
+        "--request",
+        metavar="REQUEST.json",
+        help="take the hash from this request file (- for stdin) instead of REQUEST_HASH",
+    )
+    _add_from_option(stub)
     body = stub.add_mutually_exclusive_group(required=True)
     body.add_argument("--content", metavar="TEXT", help='store {"content": TEXT}')
     body.add_argument("--response", metavar="FILE", help="store this JSON object (- for stdin)")
-    _add_request_options(stub)
+    _add_fixture_option(stub)
     stub.set_defaults(handler=_cmd_stub)
     _add_authoring_commands(commands)
     return parser
 
 
-def _add_request_options(stub: argparse.ArgumentParser) -> None:
-    stub.add_argument(
-        "--request",
-        metavar="REQUEST.json",
-        help=(
-            "the request REQUEST_HASH was computed from (checked); it is added to the "
-            "request sidecar of --fixture, for `explain`"
-        ),
-    )
+def _add_fixture_option(stub: argparse.ArgumentParser) -> None:
     stub.add_argument(
         "--fixture",
         metavar="FIXTURE",
-        help="with --request: the fixture the line is for (its FIXTURE.requests.jsonl)",
+        help=(
+            "with --request: the fixture the line is for; the request is added to its "
+            "request sidecar (FIXTURE.requests.jsonl), for `explain`"
+        ),
     )
 
 
@@ -671,6 +734,7 @@ def _add_authoring_commands(commands: Any) -> None:
     )
     explain.add_argument("fixture", metavar="FIXTURE", help="fixture file")
     explain.add_argument("request", metavar="REQUEST.json", help="the request file, or - for stdin")
+    _add_from_option(explain)
     explain.add_argument(
         "--json",
         action="store_true",
@@ -712,6 +776,7 @@ def _add_authoring_commands(commands: Any) -> None:
         metavar="REQUEST.json",
         help="the request behind REQUEST_HASH (checked), added to the request sidecar",
     )
+    _add_from_option(add)
     _add_ceiling_option(add)
     add.set_defaults(handler=_cmd_add)
 

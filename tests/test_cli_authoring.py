@@ -167,11 +167,11 @@ def test_add_exit_codes(
     # 2: a malformed hash, or neither/both bodies
     assert run(capsys, "add", files["fixture"], "sha256:XYZ", "--content", "x")[0] == 2
     assert run(capsys, "add", files["fixture"], digest)[0] == 2
-    # 1: the request does not hash to REQUEST_HASH
+    # 2: the request does not hash to REQUEST_HASH (as for stub)
     code, _, err = run(
         capsys, "add", files["fixture"], digest, "--content", "x", "--request", files["recorded"]
     )
-    assert code == 1 and f"hashes to {request_hash(RECORDED)}, not {digest}" in err
+    assert code == 2 and f"hashes to {request_hash(RECORDED)}, not {digest}" in err
     # 1: a response that is not an object
     not_object = tmp_path / "list.json"
     not_object.write_text("[1]")
@@ -214,8 +214,8 @@ def test_stub_with_a_request_writes_the_sidecar(
     assert out == entry_line(digest, response={"content": "rain"}).decode() + "\n"
     assert err == f"added the request to {files['fixture']}.requests.jsonl\n"
     assert Path(sidecar_path(files["fixture"])).read_text().count(digest) == 1
-    code, _, err = run(capsys, "stub", digest, "--content", "x", "--request", files["missing"])
-    assert code == 2 and "--request and --fixture go together" in err
+    code, _, err = run(capsys, "stub", digest, "--content", "x", "--fixture", files["fixture"])
+    assert code == 2 and "give --request too" in err
 
 
 # -- coverage -------------------------------------------------------------------------------
@@ -259,3 +259,20 @@ def test_private_lookup_prints_nothing_from_the_sidecar(
     code, out, err = run(capsys, "lookup", "--private", files["fixture"], files["missing"])
     assert (code, out) == (3, "")
     assert err == "no replay fixture matches this request\n"
+
+
+def test_explain_reads_a_vendor_body_with_from(
+    files: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = {
+        "model": "gpt-4.1-mini",
+        "messages": MISSING["messages"],
+        "tools": [{"type": "function", "function": tool} for tool in MISSING["tools"]],
+        "temperature": 0.7,
+    }
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    code, out, _ = run(capsys, "explain", "--json", "--from", "openai", files["fixture"], str(path))
+    assert code == 3
+    assert json.loads(out)["request_hash"] == request_hash(MISSING)
+    assert run(capsys, "explain", "--json", files["fixture"], files["missing"])[1] == out

@@ -7,6 +7,7 @@ import replay_actor
 EXPECTED = {
     "ActorLost",
     "Adapter",
+    "AsyncProviderTransport",
     "Ceilings",
     "FixtureError",
     "FixtureSet",
@@ -20,6 +21,7 @@ EXPECTED = {
     "ProviderClosed",
     "RecordingError",
     "RecordingLocked",
+    "ProviderTransport",
     "ReplayError",
     "ReplayMiss",
     "ReplayProvider",
@@ -32,10 +34,14 @@ EXPECTED = {
     "ToolCall",
     "__version__",
     "acquire",
+    "anthropic_client",
+    "async_anthropic_client",
+    "async_openai_client",
     "canonical_json",
     "entry_line",
     "load_fixture",
     "open_provider",
+    "openai_client",
     "request_hash",
 }
 

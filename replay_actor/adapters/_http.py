@@ -15,9 +15,10 @@ Failure policy (docs/manifest.md, "Live adapters"):
   exception (whose ``.request`` carries the credentials and the prompt) rides along in
   ``__context__``.
 
-The HTTP client is an optional dependency, imported when an adapter is built, never at
-import time. A vendor adapter subclasses ``HTTPAdapter`` and supplies the body it sends
-(``body``) and the neutral response it reads back (``parse``).
+The HTTP client (httpx2, which the vendors' SDKs use too) is an optional dependency,
+imported when an adapter is built, never at import time. A vendor adapter subclasses
+``HTTPAdapter`` and supplies the body it sends (``body``) and the neutral response it
+reads back (``parse``).
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from .._errors import LiveProviderError, ManifestError
+from ..vendors._common import MalformedResponse as Malformed
 from ._config import HTTPConfig
 
 if TYPE_CHECKING:
-    import httpx
+    import httpx2 as httpx
 
 __all__ = ["HTTPAdapter", "Malformed"]
 
@@ -43,19 +45,17 @@ _SAFE_CODE: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _RETRY_STATUSES: Final = frozenset({408, 429})
 
 
-class Malformed(Exception):
-    """The vendor's body does not have the expected shape (never leaves the adapter)."""
-
-
 def _import_httpx(adapter: str) -> Any:
+    # httpx2: the HTTP client the vendors' current SDKs are built on, so installing
+    # replay-actor[openai] brings one HTTP client, not two.
     try:
-        import httpx
+        import httpx2
     except ImportError:
         pass
     else:
-        return httpx
+        return httpx2
     raise ManifestError(
-        f"the {adapter} adapter needs httpx: pip install 'replay-actor[live]'", key="adapter"
+        f"the {adapter} adapter needs httpx2: pip install 'replay-actor[live]'", key="adapter"
     )
 
 

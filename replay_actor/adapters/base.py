@@ -56,7 +56,10 @@ AdapterFactory = Callable[[Mapping[str, Any]], Adapter]
 
 
 #: Adapters that ship with replay-actor: module and class, imported on first use.
-BUILTIN_ADAPTERS: Final = {"openai": ("replay_actor.adapters.openai", "OpenAIAdapter")}
+BUILTIN_ADAPTERS: Final = {
+    "openai": ("replay_actor.adapters.openai", "OpenAIAdapter"),
+    "anthropic": ("replay_actor.adapters.anthropic", "AnthropicAdapter"),
+}
 
 
 def _builtin(name: str) -> AdapterFactory | None:

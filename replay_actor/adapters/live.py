@@ -21,6 +21,7 @@ import msgspec
 
 from .._errors import ProviderClosed
 from .._request import RequestLike, canonical_request
+from ..vendors._common import refuse_unfaithful
 from .base import Adapter
 
 __all__ = ["LiveProvider", "prepare_request"]
@@ -33,12 +34,22 @@ def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any]]:
     return "sha256:" + hashlib.sha256(canonical).hexdigest(), plain
 
 
+def _refuse(plain: dict[str, Any]) -> None:
+    """``RequestError`` naming a parameter the neutral response cannot hold (``n`` other
+    than 1, ``logprobs``, ``stream``, audio or other output modalities), before anything
+    is sent: a live answer to it, or a recording of it, would silently drop what was
+    asked (docs/manifest.md, "Live adapters")."""
+    params = plain.get("params")
+    if params:
+        refuse_unfaithful(params, "params.", stream=True)
+
+
 class LiveProvider:
     """A provider that asks a live model through an adapter.
 
     Same interface as the replay provider: ``complete``, ``acomplete``, ``snapshot``,
     ``release`` (idempotent), context manager, ``closed``. Thread-safe as far as the
-    adapter is (the built-in one is: httpx clients are).
+    adapter is (the built-in ones are: httpx2 clients are).
     """
 
     def __init__(self, adapter: Adapter, *, adapter_name: str, model: str) -> None:
@@ -66,6 +77,7 @@ class LiveProvider:
 
     def complete_plain(self, plain: dict[str, Any]) -> dict[str, Any]:
         """Send an already-normalised request (the recorder uses this)."""
+        _refuse(plain)
         self._begin()
         try:
             return self._adapter.complete(plain)
@@ -75,6 +87,7 @@ class LiveProvider:
 
     async def acomplete_plain(self, plain: dict[str, Any]) -> dict[str, Any]:
         """The async form of :meth:`complete_plain`."""
+        _refuse(plain)
         self._begin()
         try:
             return await self._adapter.acomplete(plain)

@@ -1,0 +1,106 @@
+"""Mapping rules shared by every vendor shape (see docs/sdk.md, "The mapping").
+
+Two rules decide whether one conversation hashes alike through different vendors' SDKs
+and frameworks, so they live in one place:
+
+- tool-call arguments are JSON text; when the text parses as JSON it is re-encoded as
+  RFC 8785, so ``{"a": 1}`` and ``{"a":1.0}`` name the same call (text that is not JSON
+  is kept as it is: the request still hashes, just not across spellings);
+- message content that is an array of exactly one text part without other keys is that
+  text, so ``[{"type": "text", "text": "hi"}]`` and ``"hi"`` hash alike; any other array
+  is kept verbatim (an image part, a second part or a ``cache_control`` key means
+  something a plain string cannot say).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+
+from .._canonical import canonical_json
+from .._errors import RequestError
+
+__all__ = [
+    "MalformedResponse",
+    "VendorCall",
+    "canonical_arguments",
+    "collapse_content",
+    "refuse_unfaithful",
+]
+
+_decode: Final = msgspec.json.decode
+_TEXT_PART_KEYS: Final = frozenset({"type", "text"})
+
+
+def canonical_arguments(text: str) -> str:
+    """``text`` as RFC 8785 when it parses as one JSON value, else ``text`` unchanged.
+
+    A value RFC 8785 cannot encode exactly (``1e400``, an integer beyond 2^53 - 1) keeps
+    its original spelling too: rewriting it would change what the model was given.
+    """
+    try:
+        value = _decode(text)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return text
+    try:
+        return canonical_json(value).decode()
+    except RequestError:
+        return text
+
+
+def collapse_content(content: Any) -> Any:
+    """A one-text-part array becomes its string; any other value is returned as is."""
+    if type(content) is list and len(content) == 1:
+        part = content[0]
+        if (
+            type(part) is dict
+            and part.keys() == _TEXT_PART_KEYS
+            and part["type"] == "text"
+            and type(part["text"]) is str
+        ):
+            return part["text"]
+    return content
+
+
+class MalformedResponse(Exception):
+    """A live endpoint's body does not have the vendor's shape (the adapters turn it into
+    a ``LiveProviderError`` holding this short, payload-free description)."""
+
+
+class VendorCall(msgspec.Struct, frozen=True):
+    """A vendor request body read: the neutral request and how to answer it."""
+
+    #: The plain neutral request (validated later, by the provider).
+    request: dict[str, Any]
+    #: Echoed in the response, as the vendor does; never hashed.
+    model: str
+    #: Answer as server-sent events.
+    stream: bool = False
+    #: OpenAI's ``stream_options.include_usage``: a final usage chunk.
+    include_usage: bool = False
+
+
+def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:
+    """Raise ``RequestError`` naming the first field asking for something a neutral
+    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs``, ``audio``,
+    output ``modalities`` other than text (and ``stream`` itself when ``stream`` is set:
+    the live adapters answer whole messages).
+
+    Replaying or recording such a request would silently drop what the caller asked for.
+    """
+    n = fields.get("n")
+    if n is not None and n != 1:
+        raise RequestError(f"{where}n other than 1 cannot be replayed or recorded")
+    if fields.get("logprobs") not in (None, False):
+        raise RequestError(f"{where}logprobs cannot be replayed or recorded")
+    if fields.get("top_logprobs") is not None:
+        raise RequestError(f"{where}top_logprobs cannot be replayed or recorded")
+    if fields.get("audio") is not None:
+        raise RequestError(f"{where}audio output cannot be replayed or recorded")
+    modalities = fields.get("modalities")
+    if modalities is not None and modalities != ["text"]:
+        raise RequestError(f"{where}modalities other than ['text'] cannot be replayed or recorded")
+    if stream and "stream" in fields:
+        raise RequestError(f"{where}stream cannot be set in params (the adapter owns it)")
