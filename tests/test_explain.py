@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +337,46 @@ def test_a_symbolic_link_is_refused(fixture: Path, tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="symbolic link"):
         record(fixture, BASE)
     assert target.read_bytes() == b""
+
+
+def test_the_ranking_matches_a_brute_force_one(tmp_path: Path) -> None:
+    """The pruned ranking (byte comparisons, lower bounds) names the same request as
+    scoring every line in full, over many random near-variants."""
+    from replay_actor.authoring.explain import differences, read_sidecar, split_request
+
+    rng = random.Random(12)
+
+    def mutate(request: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(request)
+        for _ in range(rng.randint(0, 3)):
+            what = rng.randrange(5)
+            if what == 0:
+                out["messages"][rng.randrange(len(out["messages"]))]["content"] = rng.choice("ab")
+            elif what == 1:
+                out["messages"].append({"role": "user", "content": rng.choice("cd")})
+            elif what == 2 and len(out["messages"]) > 1:
+                out["messages"].pop()
+            elif what == 3:
+                out["params"][rng.choice(["temperature", "seed", "top_p"])] = rng.randrange(3)
+            else:
+                out["tools"].append({"name": rng.choice(["x", "y"])})
+        return out
+
+    for trial in range(20):
+        fixture = tmp_path / f"fx{trial}.jsonl"
+        record(fixture, *[mutate(BASE) for _ in range(30)])
+        request = mutate(BASE)
+        _, wanted = split_request(request)
+        scored = []
+        for digest, split in read_sidecar(sidecar_path(fixture)):
+            shared = 0
+            while (
+                shared < min(len(split.messages), len(wanted.messages))
+                and split.messages[shared] == wanted.messages[shared]
+            ):
+                shared += 1
+            scored.append((-shared, len(differences(split, wanted)), digest))
+        nearest = find_nearest(sidecar_path(fixture), request)
+        assert nearest is not None
+        assert nearest.request_hash == min(scored)[2]
+        assert len(nearest.differences) == min(scored)[1]

@@ -18,18 +18,22 @@ difference, its other side absent (``null`` in JSON output).
 
 Speed: the sidecar's requests are canonical (RFC 8785) bytes, so equal values are equal
 bytes. Each line is decoded once into raw byte slices per top-level field and per message
-(msgspec, in C), messages are compared as bytes, and only the candidates with the most
-shared messages are decoded further, only where their bytes differ.
+(msgspec, in C); messages are compared as bytes, an entry sharing fewer leading messages
+than the best so far is dropped with one list comparison, and among the rest one that
+cannot win (its differing slices already outnumber the best's paths, or equal them with a
+later hash) is never diffed. Only the others are decoded, only where their bytes differ.
+A handle's miss keeps the last small sidecar it parsed (``_parsed``), so misses that
+follow one another skip the read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 import os
 import re
-from collections.abc import Container, Iterator
+import threading
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -146,11 +150,11 @@ def read_sidecar(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     ``FileNotFoundError`` when there is no sidecar.
     """
     with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            return
-        # Mapped, and lines sliced as views, never copied: a 10,000-request sidecar of
-        # realistic requests is ~170 MB. The mapping lives as long as a view does.
-        data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        # Read, not mapped: a mapping of a file someone truncates meanwhile faults
+        # (SIGBUS), and a diagnostic must never crash the process it runs in.
+        data = handle.read()
+    # Lines are sliced as views, never copied: a sidecar of 10,000 realistic requests is
+    # ~170 MB.
     view = memoryview(data)
     seen: set[str] = set()
     number = 0
@@ -279,13 +283,33 @@ def _diff_field(name: str, mine: Any, theirs: Any, out: list[Difference]) -> Non
         _diff(name, _load(mine), _load(theirs), out)
 
 
-def _shared_messages(recorded: list[Any], requested: list[Any]) -> int:
-    shared = 0
-    for mine, theirs in zip(recorded, requested, strict=False):
+def _shared_messages(recorded: list[Any], requested: list[Any], start: int = 0) -> int:
+    """How many leading messages are equal, counting from ``start`` (known equal)."""
+    shared = start
+    for mine, theirs in zip(recorded[start:], requested[start:], strict=False):
         if mine != theirs:
             break
         shared += 1
     return shared
+
+
+def _at_least(recorded: Any, requested: Any, shared: int) -> int:
+    """A lower bound of ``len(differences(...))`` from raw bytes alone: each message,
+    tool or field whose bytes differ holds at least one differing path."""
+    count = 0
+    for name in _FIELDS:
+        mine = getattr(recorded, name)
+        theirs = getattr(requested, name)
+        if mine == theirs:  # lists too: compared element by element in C
+            continue
+        if name in _LIST_FIELDS:
+            start = shared if name == "messages" else 0
+            count += max(len(mine), len(theirs)) - start
+            for a, b in zip(mine[start:], theirs[start:], strict=False):
+                count -= a == b
+        else:
+            count += 1
+    return count
 
 
 def split_request(request: RequestLike) -> tuple[str, Any]:
@@ -307,21 +331,39 @@ def find_nearest(
     Raises ``RequestError`` for an invalid request, ``FileNotFoundError`` without a
     sidecar, ``ReplayError`` for a corrupt one.
     """
+    return _rank(read_sidecar(sidecar), request, known)
+
+
+def _rank(
+    entries: Iterable[tuple[str, Any]], request: RequestLike, known: Container[str] | None
+) -> Nearest | None:
     _, wanted = split_request(request)
-    best_shared = -1
+    messages = wanted.messages
+    best_shared = 0
+    prefix: list[Any] = []
     candidates: list[tuple[str, Any]] = []
-    for digest, split in read_sidecar(sidecar):
+    for digest, split in entries:
         if known is not None and digest not in known:
             continue
-        shared = _shared_messages(split.messages, wanted.messages)
+        # Below the best so far is out at once: one list comparison, in C.
+        if best_shared and split.messages[:best_shared] != prefix:
+            continue
+        shared = _shared_messages(split.messages, messages, best_shared)
         if shared > best_shared:
             best_shared = shared
+            prefix = messages[:shared]
             candidates = [(digest, split)]
-        elif shared == best_shared:
+        else:
             candidates.append((digest, split))
     best: Nearest | None = None
     memo: dict[tuple[str, bytes], list[Difference]] = {}
     for digest, split in candidates:
+        if best is not None:
+            # Skip one that cannot win: more paths at least, or as many and a later hash.
+            floor = _at_least(split, wanted, best_shared)
+            most = len(best.differences)
+            if floor > most or (floor == most and digest > best.request_hash):
+                continue
         found = differences(split, wanted, best_shared, memo)
         if (
             best is None
@@ -330,6 +372,27 @@ def find_nearest(
         ):
             best = Nearest(digest, best_shared, tuple(found))
     return best
+
+
+#: The last sidecar a miss parsed, kept while the file stays the same, so a run whose
+#: calls miss one after another reads it once, not once per miss. Its entries are views
+#: into the file's bytes, which it keeps alive: only a sidecar up to this size is kept.
+_KEEP_BYTES: Final = 32 << 20
+_last: tuple[tuple[int, int, int, int], list[tuple[str, Any]]] | None = None
+_last_lock: Final = threading.Lock()
+
+
+def _parsed(path: str) -> Iterable[tuple[str, Any]]:
+    global _last
+    st = os.stat(path)
+    if st.st_size > _KEEP_BYTES:
+        return read_sidecar(path)
+    identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    with _last_lock:
+        if _last is None or _last[0] != identity:
+            _last = None  # let the old bytes go before reading the new ones
+            _last = (identity, list(read_sidecar(path)))
+        return _last[1]
 
 
 def explain_miss(fixture: str | os.PathLike[str], request: RequestLike) -> dict[str, Any] | None:
@@ -341,7 +404,7 @@ def explain_miss(fixture: str | os.PathLike[str], request: RequestLike) -> dict[
     """
     path = sidecar_path(fixture)
     try:
-        nearest = find_nearest(path, request)
+        nearest = _rank(_parsed(path), request, None)
     except (OSError, ReplayError, ValueError, msgspec.MsgspecError):
         return None
     if nearest is None:
