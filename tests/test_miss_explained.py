@@ -8,6 +8,7 @@ import copy
 import json
 import logging
 import multiprocessing
+import os
 import pickle
 import traceback
 from pathlib import Path
@@ -302,3 +303,16 @@ def test_record_mode_names_the_missing_folder(chat: ChatServer, tmp_path: Path) 
     assert str(info.value) == (
         f"the fixture's folder {given.parent} does not exist (fixture: {given}); create it first"
     )
+
+
+def test_a_fifo_at_the_sidecar_path_never_hangs_a_call(fixture: Path) -> None:
+    # A hit never looks at the sidecar; a miss refuses what is not a regular file
+    # instead of blocking on it.
+    sidecar = Path(sidecar_path(fixture))
+    sidecar.unlink()
+    os.mkfifo(sidecar)
+    with acquire(fixture, timeout=10) as llm:
+        assert llm.complete(RECORDED) == {"content": "sunny"}
+        with pytest.raises(ReplayMiss) as info:
+            llm.complete(MISSING)
+    assert info.value.nearest is None and str(info.value) == FIRST_LINE

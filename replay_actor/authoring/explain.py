@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
@@ -149,9 +150,13 @@ def read_sidecar(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any]]:
     ``ReplayError`` naming the path and line for a line that is not a sidecar line,
     ``FileNotFoundError`` when there is no sidecar.
     """
-    with open(path, "rb") as handle:
-        # Read, not mapped: a mapping of a file someone truncates meanwhile faults
-        # (SIGBUS), and a diagnostic must never crash the process it runs in.
+    # Opened without blocking and checked to be a regular file: a FIFO planted at the
+    # path must not hang a miss. Read, not mapped: a mapping of a file someone truncates
+    # meanwhile faults (SIGBUS), and a diagnostic must never crash its process.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    with open(fd, "rb", closefd=True) as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReplayError(f"the request sidecar {os.fspath(path)} is not a regular file")
         data = handle.read()
     # Lines are sliced as views, never copied: a sidecar of 10,000 realistic requests is
     # ~170 MB.
