@@ -6,6 +6,9 @@ import copy
 import json
 import os
 import random
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -380,3 +383,46 @@ def test_the_ranking_matches_a_brute_force_one(tmp_path: Path) -> None:
         assert nearest is not None
         assert nearest.request_hash == min(scored)[2]
         assert len(nearest.differences) == min(scored)[1]
+
+
+_APPENDER = """
+import sys, time
+from pathlib import Path
+from replay_actor.authoring.sidecar import SidecarWriter
+fixture, me, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+while not go.exists():
+    time.sleep(0.001)
+writer = SidecarWriter(fixture)
+for i in range(50):
+    # every writer also tries the hashes of the shared range: each must land once
+    n = i if i < 10 else me * 1000 + i
+    writer.append("sha256:%064x" % n, b'{"messages":[{"content":"%d","role":"user"}]}' % n)
+"""
+
+
+def test_concurrent_writers_append_whole_lines_each_hash_once(
+    fixture: Path, tmp_path: Path, no_leaks: None
+) -> None:
+    go = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _APPENDER, str(fixture), str(n), str(go)],
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for n in range(1, 5)
+    ]
+    try:
+        time.sleep(0.5)
+        go.touch()
+        errors = [proc.communicate(timeout=60)[1] for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert [proc.returncode for proc in procs] == [0, 0, 0, 0], errors
+    lines = Path(sidecar_path(fixture)).read_bytes().splitlines()
+    hashes = [json.loads(line)["request_hash"] for line in lines]
+    assert len(hashes) == len(set(hashes)) == 10 + 4 * 40
