@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from . import calls, concurrency, lifecycle, loading, raybackend, report, sdk, vcr_peer
+from . import calls, concurrency, explaining, lifecycle, loading, raybackend, report, sdk, vcr_peer
 from .procs import actors_alive, stop_resource_tracker, stop_zygote
 from .timing import Config, Row
 from .workload import cache_dir
@@ -43,10 +43,20 @@ def _leftover_children() -> list[psutil.Process]:
     return alive
 
 
+def _order(row: Row) -> tuple[bool, int, str]:
+    """The product targets (P1, P9a, ...) in number order, then the others (E1, ...)."""
+    number = re.match(r"\D*(\d+)", row.id)
+    return (row.id[0] != "P", int(number.group(1)) if number else 0, row.id)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
-    parser.add_argument("--only", default="", help="comma-separated sections: P1 ... P13")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated sections: P1 ... P9, P12, P13, E1 (or EXPLAIN)",
+    )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
     only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
@@ -74,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
+        ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
     ]
     try:
         for ids, title, run in sections:
@@ -89,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
-    rows.sort(key=lambda r: (int(re.sub(r"\D", "", r.id[:3])), r.id))  # P1a < P9 < P13
+    # By number (P12 after P9), then by suffix (P4a before P4b); E rows after P rows.
+    rows.sort(key=_order)
     duration = time.perf_counter() - started
     # Every provider was released, so every actor has exited (release waits for it);
     # give a late one a moment, then end the run's zygote, which the library keeps

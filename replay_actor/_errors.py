@@ -6,7 +6,8 @@
     ├── InvalidArgument (ValueError) a bad argument value (a timeout, a ceiling, a limit)
     ├── FixtureError                 a fixture was rejected (.reason, .line)
     ├── RequestError (ValueError)    the request is not a valid provider-neutral request
-    ├── ReplayMiss                   no fixture entry matches the request (.request_hash)
+    ├── ReplayMiss                   no fixture entry matches the request (.request_hash,
+    │                                .nearest: the nearest recorded request, if known)
     ├── SequenceExhausted            every element of the entry's sequence was served
     ├── ProviderClosed               closed by you: release() was called on this handle
     ├── ActorLost                    broken from outside: the cursor actor died or hung
@@ -30,7 +31,7 @@ raised outside any ``except`` block so ``__context__`` stays empty.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "FIXTURE_REASONS",
@@ -145,7 +146,7 @@ class _HashedError(ReplayError):
             super().__init__(f"{self._base_message} (request_hash: {request_hash})")
         self.request_hash = request_hash
 
-    def __reduce__(self) -> tuple[type[_HashedError], tuple[str | None]]:
+    def __reduce__(self) -> tuple[type[_HashedError], tuple[Any, ...]]:
         return (type(self), (self.request_hash,))
 
 
@@ -154,9 +155,43 @@ class ReplayMiss(_HashedError):
 
     ``request_hash`` is the hash to add to the fixture, or ``None`` in private mode
     (read it from ``provider.inspect()`` or the inspection record instead).
+
+    ``nearest`` (normal mode, when the fixture has a request sidecar) names the nearest
+    recorded request and the JSON paths where this one differs, without their values:
+    ``{"request_hash": "sha256:…", "paths": ["messages[3].content", …]}``; the message
+    gains one line saying the same. ``None`` without a sidecar, and always in private
+    mode, where the explanation goes to the inspection record instead.
     """
 
     _base_message = "no replay fixture matches this request"
+    nearest: dict[str, Any] | None
+
+    def __init__(
+        self, request_hash: str | None = None, nearest: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(request_hash)
+        # Private mode (no hash) carries nothing more, whatever the caller passed.
+        self.nearest = None if request_hash is None else nearest
+        if self.nearest is not None:
+            self.args = (f"{self.args[0]}\n{_nearest_line(self.nearest)}",)
+
+    def __reduce__(self) -> tuple[type[_HashedError], tuple[Any, ...]]:
+        return (ReplayMiss, (self.request_hash, self.nearest))
+
+
+#: How many differing paths the message names before summing up the rest.
+_PATHS_SHOWN: Final = 8
+
+
+def _nearest_line(nearest: dict[str, Any]) -> str:
+    paths: list[str] = list(nearest["paths"])
+    head = f"nearest recorded request {nearest['request_hash']}"
+    if not paths:
+        return f"{head} is this very request: its fixture entry is missing"
+    shown = ", ".join(paths[:_PATHS_SHOWN])
+    if len(paths) > _PATHS_SHOWN:
+        shown += f" and {len(paths) - _PATHS_SHOWN} more"
+    return f"{head} differs at: {shown}"
 
 
 class SequenceExhausted(_HashedError):

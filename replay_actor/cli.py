@@ -1,11 +1,12 @@
-"""The ``replay-actor`` command line: validate, hash, inspect, lookup, stub (docs/cli.md).
+"""The ``replay-actor`` command line (docs/cli.md): validate, hash, inspect, lookup, stub,
+and the authoring commands explain, add, coverage (``authoring/``).
 
 Every command works in this process, without a cursor actor: the CLI is the authoring
 tool around a fixture, not a replay provider. ``main(argv)`` returns the exit code
 instead of exiting, so tests (and other tools) can call it in-process.
 
 Exit codes: 0 success, 1 a rejected fixture or an invalid input, 2 a usage error
-(argparse's convention), 3 a ``lookup`` miss.
+(argparse's convention), 3 a ``lookup`` or ``explain`` miss.
 
 Boundaries, the same as the library's. A rejected fixture is reported by reason code and
 line number only: those are all the loader hands over, and nothing here reads a
@@ -328,10 +329,18 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
 
 
 def _cmd_stub(args: argparse.Namespace) -> int:
+    if args.fixture is not None and args.request is None:
+        raise CLIError(
+            "stub: --fixture names whose request sidecar gets --request; give --request too",
+            EXIT_USAGE,
+        )
+    canonical: bytes | None = None
     if args.request is not None:
         request = read_request_arg(args.request, args.vendor)
         try:
             digest = request_hash(request)
+            if args.fixture is not None:
+                canonical = canonical_request(request)
         except RequestError as exc:
             raise CLIError(f"{_label(args.request)}: {exc}") from None
         if args.request_hash is not None and args.request_hash != digest:
@@ -341,18 +350,133 @@ def _cmd_stub(args: argparse.Namespace) -> int:
         raise CLIError("give REQUEST_HASH or --request REQUEST.json", code=EXIT_USAGE)
     elif args.vendor is not None:
         raise CLIError("--from reads the file of --request", code=EXIT_USAGE)
-    if args.response is not None:
-        response = _read_json(args.response, "response")
-        if type(response) is not dict:
-            raise CLIError(f"{_label(args.response)}: the response must be a JSON object")
-    else:
-        response = {"content": args.content}
+    response = _response_arg(args)
     try:
         line = entry_line(args.request_hash, response=response)
     except (RequestError, ValueError) as exc:
         raise CLIError(f"cannot build the entry: {exc}") from None
     _check_line(line)
+    if canonical is not None:
+        print(_remember(args.fixture, args.request_hash, canonical), file=sys.stderr)
     _write(line + b"\n")
+    return EXIT_OK
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from .authoring.explain import explain_json, explain_text, find_nearest
+    from .authoring.sidecar import sidecar_path
+
+    ceilings = _ceilings(args.ceiling)
+    request = read_request_arg(args.request, args.vendor)
+    try:
+        digest = request_hash(request)
+    except RequestError as exc:
+        raise CLIError(f"{_label(args.request)}: {exc}") from None
+    fixture = _load(args.fixture, ceilings)
+    hit = digest in fixture
+    nearest = None
+    if not hit:
+        sidecar = sidecar_path(args.fixture)
+        try:
+            nearest = find_nearest(sidecar, request, known=fixture)
+        except FileNotFoundError:
+            raise CLIError(
+                f"{args.fixture}: no request sidecar ({sidecar}) to explain the miss with: "
+                "record the fixture, or give add/stub the request with --request"
+            ) from None
+        except OSError as exc:
+            raise CLIError(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
+    if args.json:
+        _print_json(explain_json(hit, digest, nearest))
+    else:
+        messages = len(request.get("messages") or [])
+        text = explain_text(args.fixture, hit, digest, messages, nearest)
+        _write(text.encode("utf-8", "surrogateescape"))
+    return EXIT_OK if hit else EXIT_MISS
+
+
+def _response_arg(args: argparse.Namespace) -> dict[str, Any]:
+    """The response of ``--content`` or ``--response`` (stub, add)."""
+    if args.response is None:
+        return {"content": args.content}
+    response = _read_json(args.response, "response")
+    if type(response) is not dict:
+        raise CLIError(f"{_label(args.response)}: the response must be a JSON object")
+    return response
+
+
+def _request_for(args: argparse.Namespace) -> bytes | None:
+    """``--request``'s canonical bytes, checked against REQUEST_HASH; None without it."""
+    if args.request is None:
+        if args.vendor is not None:
+            raise CLIError("--from reads the file of --request", code=EXIT_USAGE)
+        return None
+    request = read_request_arg(args.request, args.vendor)
+    label = _label(args.request)
+    try:
+        canonical = canonical_request(request)
+        digest = request_hash(request)
+    except RequestError as exc:
+        raise CLIError(f"{label}: {exc}") from None
+    if digest != args.request_hash:
+        raise CLIError(
+            f"{label}: the request hashes to {digest}, not {args.request_hash}", EXIT_USAGE
+        )
+    return canonical
+
+
+def _remember(fixture: str, request_hash: str, canonical: bytes) -> str:
+    from .authoring.sidecar import SidecarWriter
+
+    writer = SidecarWriter(fixture)
+    added = writer.append(request_hash, canonical)
+    if added:
+        return f"added the request to {writer.path}"
+    return f"the request was already in {writer.path}"
+
+
+def _cmd_add(args: argparse.Namespace) -> int:
+    from .authoring.add import add_response
+
+    ceilings = _ceilings(args.ceiling)
+    response = _response_arg(args)
+    canonical = _request_for(args)
+    try:
+        added = add_response(args.fixture, args.request_hash, response, ceilings=ceilings)
+    except FixtureError as exc:
+        where = "" if exc.line is None else f" at line {exc.line}"
+        raise CLIError(f"{args.fixture}: rejected: {exc.reason}{where}") from None
+    except ValueError as exc:  # a response RFC 8785 cannot encode (RequestError too)
+        raise CLIError(f"cannot build the entry: {exc}") from None
+    if added.created:
+        lines = [f"added {added.request_hash} to {args.fixture} (a single response)"]
+    else:
+        lines = [
+            f"appended to {added.request_hash} in {args.fixture}: "
+            f"a sequence of {added.responses} responses"
+        ]
+    if canonical is not None:
+        lines.append(_remember(args.fixture, args.request_hash, canonical))
+    _write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+    return EXIT_OK
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from .authoring.coverage import coverage, coverage_text
+
+    fixture = _load(args.fixture, _ceilings(args.ceiling))
+    report = coverage(fixture, args.inspections)
+    if report.served_events == 0:
+        print(
+            f"{PROG}: note: no record has served lines, so every entry looks unused; "
+            "run with inspection_served=True (manifest: inspection_served = true)",
+            file=sys.stderr,
+            flush=True,
+        )
+    if args.json:
+        _print_json(report.as_json())
+    else:
+        _write(coverage_text(args.fixture, report).encode("utf-8", "surrogateescape"))
     return EXIT_OK
 
 
@@ -401,10 +525,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "exit codes: 0 success, 1 rejected fixture or invalid input, 2 usage error,\n"
-            "            3 lookup miss\n\n"
+            "            3 lookup or explain miss\n\n"
             "the authoring loop:\n"
             "  replay-actor lookup fixture.jsonl request.json        # miss: prints the hash\n"
-            "  replay-actor stub sha256:... --content 'hello' >> fixture.jsonl\n"
+            "  replay-actor explain fixture.jsonl request.json       # why: what differs\n"
+            "  replay-actor add fixture.jsonl sha256:... --content 'hello' --request request.json\n"
             "  replay-actor validate fixture.jsonl"
         ),
     )
@@ -571,8 +696,116 @@ def build_parser() -> argparse.ArgumentParser:
     body = stub.add_mutually_exclusive_group(required=True)
     body.add_argument("--content", metavar="TEXT", help='store {"content": TEXT}')
     body.add_argument("--response", metavar="FILE", help="store this JSON object (- for stdin)")
+    _add_fixture_option(stub)
     stub.set_defaults(handler=_cmd_stub)
+    _add_authoring_commands(commands)
     return parser
+
+
+def _add_fixture_option(stub: argparse.ArgumentParser) -> None:
+    stub.add_argument(
+        "--fixture",
+        metavar="FIXTURE",
+        help=(
+            "with --request: the fixture the line is for; the request is added to its "
+            "request sidecar (FIXTURE.requests.jsonl), for `explain`"
+        ),
+    )
+
+
+def _add_authoring_commands(commands: Any) -> None:
+    explain = commands.add_parser(
+        "explain",
+        formatter_class=_Formatter,
+        help="say why a request misses: its nearest recorded request and what differs",
+        description=(
+            "Look a request up in FIXTURE; on a miss, find the nearest recorded request in\n"
+            "FIXTURE's request sidecar (FIXTURE.requests.jsonl, written by record mode and\n"
+            "by add/stub --request) -- most shared leading messages, then fewest differing\n"
+            "JSON paths, then the smallest hash -- and print every path where the two\n"
+            "differ, with the recorded and the requested value."
+        ),
+        epilog=(
+            "example:\n"
+            "  replay-actor explain fixture.jsonl request.json\n"
+            "  replay-actor explain --json fixture.jsonl request.json\n\n"
+            "exit: 0 hit, 3 miss, 1 no sidecar, rejected fixture or invalid request"
+        ),
+    )
+    explain.add_argument("fixture", metavar="FIXTURE", help="fixture file")
+    explain.add_argument("request", metavar="REQUEST.json", help="the request file, or - for stdin")
+    _add_from_option(explain)
+    explain.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"hit", "request_hash", "nearest": null | {"request_hash", "differences"}}',
+    )
+    _add_ceiling_option(explain)
+    explain.set_defaults(handler=_cmd_explain)
+
+    add = commands.add_parser(
+        "add",
+        formatter_class=_Formatter,
+        help="add a response to a fixture (a new entry, or the next of a sequence)",
+        description=(
+            "Add a response for REQUEST_HASH to FIXTURE (created if absent). For a hash\n"
+            "the fixture already holds, the response is appended to that entry: a single\n"
+            "response becomes a 'responses' sequence. Every other line stays as it is;\n"
+            "the file is replaced atomically, valid at every moment, under the fixture's\n"
+            "lock (a concurrent add or recorder makes this one fail, changing nothing)."
+        ),
+        epilog=(
+            "example:\n"
+            '  replay-actor add fixture.jsonl "$(replay-actor hash request.json)" \\\n'
+            "      --content 'Paris.' --request request.json\n\n"
+            "exit: 0 added, 1 rejected fixture or invalid input or locked, 2 malformed hash"
+        ),
+    )
+    add.add_argument("fixture", metavar="FIXTURE", help="fixture file (created if absent)")
+    add.add_argument(
+        "request_hash",
+        type=_hash_arg,
+        metavar="REQUEST_HASH",
+        help="sha256: followed by 64 lowercase hex digits",
+    )
+    body = add.add_mutually_exclusive_group(required=True)
+    body.add_argument("--content", metavar="TEXT", help='add {"content": TEXT}')
+    body.add_argument("--response", metavar="FILE", help="add this JSON object (- for stdin)")
+    add.add_argument(
+        "--request",
+        metavar="REQUEST.json",
+        help="the request behind REQUEST_HASH (checked), added to the request sidecar",
+    )
+    _add_from_option(add)
+    _add_ceiling_option(add)
+    add.set_defaults(handler=_cmd_add)
+
+    coverage = commands.add_parser(
+        "coverage",
+        formatter_class=_Formatter,
+        help="which entries runs never used, sequences not consumed, requests that missed",
+        description=(
+            "Read the inspection records of one or more runs (acquired with an\n"
+            "inspection_path and inspection_served=True) and list the fixture's entries\n"
+            "no run used, the sequences no run consumed fully, and every missed hash."
+        ),
+        epilog=(
+            "example:\n"
+            "  replay-actor coverage fixture.jsonl runs/*.inspection.jsonl\n\n"
+            "exit: 0 printed, 1 rejected fixture or unreadable record"
+        ),
+    )
+    coverage.add_argument("fixture", metavar="FIXTURE", help="fixture file")
+    coverage.add_argument(
+        "inspections", nargs="+", metavar="INSPECTION", help="inspection record file(s)"
+    )
+    coverage.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"entries", "unused", "partly_consumed", "misses"} instead',
+    )
+    _add_ceiling_option(coverage)
+    coverage.set_defaults(handler=_cmd_coverage)
 
 
 # -- entry point -------------------------------------------------------------------------
@@ -592,7 +825,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(str(exc))
         return exc.code
     except ReplayError as exc:
-        # The library's messages name no path, no payload and (in private mode) no hash.
+        # The library's messages name no payload and (in private mode) no hash; they
+        # may name a path the user gave, as errors about files should.
         _error(str(exc))
         return EXIT_INVALID
     except OSError as exc:

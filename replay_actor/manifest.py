@@ -33,7 +33,16 @@ __all__ = ["Provider", "open_provider"]
 KINDS: Final = ("replay", "live", "record")
 BACKENDS: Final = ("local", "ray")
 _REPLAY_KEYS: Final = frozenset(
-    {"kind", "fixture", "data", "inspection", "ceilings", "timeout", "backend"}
+    {
+        "kind",
+        "fixture",
+        "data",
+        "inspection",
+        "inspection_served",
+        "ceilings",
+        "timeout",
+        "backend",
+    }
 )
 _RECORD_KEYS: Final = frozenset({"kind", "fixture", "data", "ceilings", "live"})
 _TOML_LINE: Final = re.compile(r"at line (\d+), column (\d+)")
@@ -228,6 +237,15 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
                 "provider.timeout must be a positive number of seconds", key="provider.timeout"
             )
         extra["timeout"] = float(timeout)
+    if "inspection_served" in provider.values:
+        served = provider.values["inspection_served"]
+        if type(served) is not bool or (served and inspection is None):
+            raise ManifestError(
+                "provider.inspection_served must be true or false, and true needs "
+                "provider.inspection",
+                key="provider.inspection_served",
+            )
+        extra["inspection_served"] = served
     assert fixture is not None
     if backend == "ray":
         from .integrations.ray import acquire as acquire_on_ray

@@ -128,9 +128,9 @@ def take_lock(lock_path: str) -> int:
     if problem == "held":
         raise RecordingLocked(
             "this fixture is already being recorded by another provider "
-            "(its .lock file is held); release that one first"
+            f"({lock_path} is held); release that one first"
         )
-    raise RecordingError(f"cannot lock the fixture for recording ({problem})")
+    raise RecordingError(f"cannot lock the fixture for recording: {lock_path} ({problem})")
 
 
 def release_lock(lock_path: str, fd: int) -> None:

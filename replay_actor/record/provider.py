@@ -12,6 +12,8 @@ Durability, per recorded response, in this order::
        cannot be recorded fails the call and changes nothing
     2. append it to the journal and fsync (``journal.py``)  <- the response is now safe
     3. replace FIXTURE atomically (``durable.atomic_write``) <- valid at every moment
+    4. append the request to FIXTURE.requests.jsonl (``authoring/sidecar.py``), so a
+       later miss can be explained; failing that is a warning, the answer is kept
 
 A second recorder of the same fixture fails at once (``durable.take_lock``), and the
 next open of a crashed session's fixture folds its journal in (``journal.py``).
@@ -37,6 +39,7 @@ from .._errors import (
 )
 from .._request import RequestLike
 from ..adapters.live import LiveProvider, prepare_request
+from ..authoring.sidecar import SidecarWriter
 from ..fixture import (
     EXHAUSTED,
     MISS,
@@ -112,6 +115,8 @@ class RecordingProvider:
         self._folder = os.path.dirname(self._path)
         self._lock_path = self._path + ".lock"
         self._journal = Journal(self._path + ".journal")
+        # The request behind each recorded hash, for explaining later misses.
+        self._sidecar = SidecarWriter(self._path)
         self._live = live
         self._private = private
         self._ceilings = Ceilings() if ceilings is None else ceilings
@@ -120,7 +125,11 @@ class RecordingProvider:
         self._recorded = 0
         if not os.path.isdir(self._folder):
             live.release()
-            raise RecordingError(f"the fixture's folder does not exist: {self._folder}")
+            given = os.fspath(fixture)
+            raise RecordingError(
+                f"the fixture's folder {os.path.dirname(given) or '.'} does not exist "
+                f"(fixture: {given}); create it first"
+            )
         try:
             self._lock_fd = take_lock(self._lock_path)
         except BaseException:
@@ -168,7 +177,9 @@ class RecordingProvider:
             os.unlink(self._journal.path)
             fsync_dir(self._folder)
             return current, table
-        raise RecordingError(f"the recording journal cannot be folded in ({reason})")
+        raise RecordingError(
+            f"the recording journal {self._journal.path} cannot be folded in ({reason})"
+        )
 
     # -- answering ------------------------------------------------------------------------
 
@@ -228,7 +239,9 @@ class RecordingProvider:
         answer = self._from_fixture(request_hash)
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
-        return self._record(request_hash, self._live.complete_plain(plain))
+        recorded = self._record(request_hash, self._live.complete_plain(plain))
+        self._sidecar.append_or_warn(request_hash, canonical_json(plain))
+        return recorded
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """The async form of :meth:`complete`; file work runs in a worker thread."""
@@ -239,7 +252,9 @@ class RecordingProvider:
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
         response = await self._live.acomplete_plain(plain)
-        return await asyncio.to_thread(self._record, request_hash, response)
+        recorded = await asyncio.to_thread(self._record, request_hash, response)
+        await asyncio.to_thread(self._sidecar.append_or_warn, request_hash, canonical_json(plain))
+        return recorded
 
     def snapshot(self) -> dict[str, Any]:
         """The current fixture's safe snapshot plus ``kind``, ``recorded``, the fixture

@@ -94,13 +94,17 @@ class Actor:
         self.snapshot_base = fixture.snapshot()
         self.cursors = Cursors(fixture)
         self.record: InspectionRecord | None = None
+        self.record_served = config.inspection_served
         if config.inspection_path is not None:
             self.record = open_inspection_record(config.inspection_path)
 
     def complete(self, request_hash: str) -> bytes | Outcome:
         outcome = self.cursors.take(request_hash)
-        if type(outcome) is not bytes and self.record is not None:
-            self._record("miss" if outcome is MISS else "exhausted", request_hash)
+        if self.record is not None:
+            if type(outcome) is not bytes:
+                self._record("miss" if outcome is MISS else "exhausted", request_hash)
+            elif self.record_served:
+                self._record("served", request_hash)
         return outcome
 
     def _record(self, event: Any, request_hash: str) -> None:

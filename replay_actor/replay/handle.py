@@ -39,7 +39,6 @@ from .._errors import (
     OwnerNotAlive,
     ProviderClosed,
     ReplayError,
-    ReplayMiss,
     SequenceExhausted,
 )
 from .._request import RequestLike, request_hash
@@ -116,8 +115,12 @@ class ReplayProvider:
         private: bool,
         timeout: float,
         acquirer: ProcessHandle | None,
+        explain: tuple[str, str | None] = ("", None),
     ) -> None:
         self._address = address
+        # (fixture path, inspection path): where a miss looks for its explanation and,
+        # in private mode, where that explanation goes (authoring/explain.py).
+        self._explain = explain
         self._actor_pid = actor_pid
         self._owner_pid = owner_pid
         self._private = private
@@ -177,7 +180,9 @@ class ReplayProvider:
             return response
         shown = None if self._private else digest
         if kind == _MISS:
-            raise ReplayMiss(shown)
+            from ..authoring.explain import miss_error  # only a miss pays for it
+
+            raise miss_error(request, digest, self._private, *self._explain)
         if kind == _EXHAUSTED:
             raise SequenceExhausted(shown)
         raise ActorLost("the cursor actor sent an unexpected reply")
@@ -323,7 +328,14 @@ class ReplayProvider:
             raise ProviderClosed("a released provider cannot be passed on")
         return (
             _rebuild,
-            (self._address, self._actor_pid, self._owner_pid, self._private, self._timeout),
+            (
+                self._address,
+                self._actor_pid,
+                self._owner_pid,
+                self._private,
+                self._timeout,
+                self._explain,
+            ),
         )
 
     def _disown_after_fork(self) -> None:
@@ -350,8 +362,13 @@ def _released_notice(conn: Channel) -> bool:
         return False
 
 
-def _rebuild(
-    address: bytes, actor_pid: int, owner_pid: int, private: bool, timeout: float
+def _rebuild(  # noqa: PLR0917 - pickle passes the arguments positionally
+    address: bytes,
+    actor_pid: int,
+    owner_pid: int,
+    private: bool,
+    timeout: float,
+    explain: tuple[str, str | None] = ("", None),
 ) -> ReplayProvider:
     copy = ReplayProvider(
         conn=None,
@@ -361,6 +378,7 @@ def _rebuild(
         private=private,
         timeout=timeout,
         acquirer=None,
+        explain=explain,
     )
     # Connect at once: from then on the actor's death is this copy's EOF (ActorLost),
     # and the acquirer's release reaches it as a goodbye (ProviderClosed). Only a copy
@@ -393,14 +411,20 @@ def acquire(
     ceilings: Ceilings | None = None,
     inspection_path: str | os.PathLike[str] | None = None,
     timeout: float = 30.0,
+    inspection_served: bool = False,
 ) -> ReplayProvider:
     """Spawn this acquisition's cursor actor, wait until it has loaded ``fixture``.
+
+    ``inspection_served``: also log each hit to the inspection record (for
+    ``replay-actor coverage``); it needs ``inspection_path``.
 
     Raises ``FixtureError`` (reason and line only) if the fixture is rejected,
     ``ReplayError`` if the owner is not alive, ``ActorLost`` if the actor does not come
     up within ``timeout``. Leaves no process behind on failure.
     """
     timeout = check_timeout(timeout)
+    if inspection_served and inspection_path is None:
+        raise InvalidArgument("inspection_served=True needs an inspection_path to log to")
     owner = os.getpid() if owner_pid is None else owner_pid
     create_time = identity(owner)
     if create_time is None:
@@ -413,6 +437,7 @@ def acquire(
         ceilings=(DEFAULT_CEILINGS if ceilings is None else ceilings).as_dict(),
         inspection_path=None if inspection_path is None else os.path.abspath(inspection_path),
         owner_watch=os.environ.get(_OWNER_WATCH_ENV, "pidfd"),
+        inspection_served=bool(inspection_served),
     )
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -436,6 +461,7 @@ def acquire(
             private=bool(private),
             timeout=timeout,
             acquirer=process,
+            explain=(config.fixture, config.inspection_path),
         )
     conn.close()
     if outcome is None:

@@ -1,9 +1,13 @@
 """The owner-only inspection record: where private-mode hashes go instead of errors.
 
-Runs in: the actor (and the CLI's ``lookup --inspection``).
+Runs in: the actor (and the CLI's ``lookup --inspection``, and the caller for a miss's
+``nearest`` line).
 
 Each miss or exhaustion is appended as one JSON line
-``{"event": "miss" | "exhausted", "request_hash": "sha256:...", "call": N}``. The file is
+``{"event": "miss" | "exhausted", "request_hash": "sha256:...", "call": N}``; each hit as
+``{"event": "served", ...}`` when the acquisition asked for them (``inspection_served``);
+and, from the caller, a miss's nearest recorded request as ``{"event": "nearest",
+"request_hash", "nearest": {"request_hash", "paths"}}``. The file is
 created with mode 0600 and opened with ``O_NOFOLLOW``, so a symbolic link planted at the
 path is refused rather than followed; each record is one ``write`` on an ``O_APPEND``
 descriptor, so concurrent writers never interleave inside a line.
@@ -14,7 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -34,9 +38,15 @@ class InspectionRecord:
     def __init__(self, fd: int) -> None:
         self._fd = fd
 
-    def append(self, event: Literal["miss", "exhausted"], request_hash: str, call: int) -> None:
+    def append(
+        self, event: Literal["miss", "exhausted", "served"], request_hash: str, call: int
+    ) -> None:
         line = _encode({"event": event, "request_hash": request_hash, "call": call}) + b"\n"
         os.write(self._fd, line)
+
+    def append_nearest(self, request_hash: str, nearest: dict[str, Any]) -> None:
+        line = {"event": "nearest", "request_hash": request_hash, "nearest": nearest}
+        os.write(self._fd, _encode(line) + b"\n")
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -47,7 +57,7 @@ class InspectionRecord:
 def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
     """Open (creating with mode 0600) the inspection file for appending.
 
-    Raises ``InspectionPathError`` — naming no path — if the path is a symbolic link, not a
+    Raises ``InspectionPathError``, naming the path, if it is a symbolic link, not a
     regular file, or cannot be opened.
     """
     problem = "cannot be opened"
@@ -56,6 +66,8 @@ def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             problem = "is a symbolic link (refused)"
+        elif exc.strerror:
+            problem = f"cannot be opened ({exc.strerror})"
     else:
         st = os.fstat(fd)
         if stat.S_ISREG(st.st_mode):
@@ -64,4 +76,4 @@ def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
             return InspectionRecord(fd)
         os.close(fd)
         problem = "is not a regular file"
-    raise InspectionPathError(f"the inspection record path {problem}")
+    raise InspectionPathError(f"the inspection record path {os.fspath(path)} {problem}")

@@ -77,6 +77,7 @@ class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
     ceilings: dict[str, int]
     inspection_path: str | None
     owner_watch: str = "pidfd"
+    inspection_served: bool = False  # also log each hit (for ``replay-actor coverage``)
 
 
 def complete_request(request_hash: str) -> bytes:

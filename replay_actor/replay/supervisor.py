@@ -52,6 +52,7 @@ class Supervisor:
         ceilings: Ceilings | None = None,
         inspection_path: str | os.PathLike[str] | None = None,
         timeout: float = 30.0,
+        inspection_served: bool = False,
     ) -> ReplayProvider:
         """As ``replay_actor.acquire``; raises ``TooManyActors`` past ``max_actors`` and
         ``ProviderClosed`` after ``shutdown``."""
@@ -67,6 +68,7 @@ class Supervisor:
                 ceilings=ceilings,
                 inspection_path=inspection_path,
                 timeout=timeout,
+                inspection_served=inspection_served,
             )
             self._providers.append(provider)
             return provider
