@@ -30,6 +30,8 @@ from replay_actor import (
     openai_client,
     request_hash,
 )
+from replay_actor._request import canonical_request
+from replay_actor.authoring.sidecar import SidecarWriter
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
 from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import openai as vendor_openai
@@ -524,6 +526,28 @@ def test_miss_is_the_sdks_not_found_error_asked_once(counted: Counting) -> None:
     message = miss.value.body["error"]["message"]  # type: ignore[index]
     assert message.startswith("no replay fixture matches this request (request_hash: sha256:")
     assert miss.value.body["error"]["type"] == "replay_miss"  # type: ignore[index]
+
+
+def test_an_explained_miss_keeps_the_exact_message_and_adds_nearest(tmp_path: Path) -> None:
+    """With a request sidecar, the 404's message is still exactly the miss message; the
+    nearest recorded request's hash and differing paths come in ``error.nearest``."""
+    recorded: list[Any] = [{"role": "user", "content": "hello"}]
+    asked: list[Any] = [{"role": "user", "content": "hello there"}]
+    recorded_hash = openai_hash(messages=recorded)
+    fixture = write_fixture(tmp_path / "f.jsonl", {recorded_hash: GREETING})
+    body = vendor_openai.read_body({"model": MODEL, "messages": recorded}).request
+    SidecarWriter(fixture).append(recorded_hash, canonical_request(body))
+    manifest = {"provider": {"kind": "replay", "fixture": str(fixture)}}
+    with openai_client(manifest) as client, pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model=MODEL, messages=asked)
+    expected = openai_hash(messages=asked)
+    assert caught.value.body == {
+        "message": f"no replay fixture matches this request (request_hash: {expected})",
+        "type": "replay_miss",
+        "param": None,
+        "code": "replay_miss",
+        "nearest": {"request_hash": recorded_hash, "paths": ["messages[0].content"]},
+    }
 
 
 def test_exhausted_sequence_is_a_404_asked_once(counted: Counting) -> None:

@@ -22,8 +22,12 @@ released provider / lost   503     ``replay_unavailable``
 live endpoint failed       502     ``live_provider_error``
 =========================  ======  =====================
 
-The error message is the exception's own: in private mode it carries no hash, and no
-header or id is derived from the request hash, so nothing private crosses.
+The error message is the exception's own first line (for a miss, exactly the message
+docs/privacy.md gives): in private mode it carries no hash, and no header or id is
+derived from the request hash, so nothing private crosses. In normal mode a miss that
+the fixture's request sidecar explains adds ``error.nearest`` (``{"request_hash",
+"paths"}``, docs/authoring.md) beside the message, so an SDK user can read it from the
+exception's ``body``.
 """
 
 from __future__ import annotations
@@ -60,11 +64,18 @@ _encode: Final = msgspec.json.encode
 _decode: Final = msgspec.json.decode
 
 
-def _error(api: str, status: int, kind: str, message: str) -> Answer:
+def _error(
+    api: str, status: int, kind: str, message: str, nearest: dict[str, Any] | None = None
+) -> Answer:
+    error: dict[str, Any]
     if api == "anthropic":
-        payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        error = {"type": kind, "message": message}
+        payload: dict[str, Any] = {"type": "error", "error": error}
     else:
-        payload = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+        error = {"message": message, "type": kind, "param": None, "code": kind}
+        payload = {"error": error}
+    if nearest is not None:
+        error["nearest"] = nearest
     return status, [_JSON, _NO_RETRY], _encode(payload)
 
 
@@ -72,7 +83,9 @@ def _failure(api: str, exc: BaseException) -> Answer:
     if isinstance(exc, RequestError):
         return _error(api, 400, "invalid_request", str(exc))
     if isinstance(exc, ReplayMiss):
-        return _error(api, 404, "replay_miss", str(exc))
+        # The first line is the miss message; the explanation goes in its own field.
+        message = str(exc).partition("\n")[0]
+        return _error(api, 404, "replay_miss", message, exc.nearest)
     if isinstance(exc, SequenceExhausted):
         return _error(api, 404, "replay_exhausted", str(exc))
     if isinstance(exc, ProviderClosed | ActorLost):
