@@ -120,6 +120,19 @@ def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any]]:
     return "sha256:" + hashlib.sha256(canonical).hexdigest(), plain
 
 
+def _for_model(plain: dict[str, Any]) -> dict[str, Any]:
+    """The request as an adapter sees it: without ``scope``.
+
+    ``scope`` only pairs otherwise identical requests with their own recorded answers
+    (docs/authoring.md); it is part of the hash, never of what a model is asked. Dropping
+    it here, before any adapter, keeps every adapter (third-party ones included) from
+    sending it.
+    """
+    if "scope" not in plain:
+        return plain
+    return {key: value for key, value in plain.items() if key != "scope"}
+
+
 class LiveProvider:
     """A provider that asks a live model through an adapter.
 
@@ -155,7 +168,7 @@ class LiveProvider:
         """Send an already-normalised request (the recorder uses this)."""
         self._begin()
         try:
-            return self._adapter.complete(plain)
+            return self._adapter.complete(_for_model(plain))
         except BaseException:
             self._failed()
             raise
@@ -164,7 +177,7 @@ class LiveProvider:
         """The async form of :meth:`complete_plain`."""
         self._begin()
         try:
-            return await self._adapter.acomplete(plain)
+            return await self._adapter.acomplete(_for_model(plain))
         except BaseException:
             self._failed()
             raise
