@@ -33,6 +33,13 @@ if TYPE_CHECKING:
     from ._provider import ReplayProvider, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from ._supervisor import Supervisor
+    from .integrations.sdk import (
+        anthropic_client,
+        async_anthropic_client,
+        async_openai_client,
+        openai_client,
+    )
+    from .integrations.transport import AsyncProviderTransport, ProviderTransport
 
 __version__ = "0.1.0"
 
@@ -60,10 +67,17 @@ _LOCATIONS: dict[str, str] = {
     "ToolCall": "_request",
     "request_hash": "_request",
     "Supervisor": "_supervisor",
+    "anthropic_client": "integrations.sdk",
+    "async_anthropic_client": "integrations.sdk",
+    "async_openai_client": "integrations.sdk",
+    "openai_client": "integrations.sdk",
+    "AsyncProviderTransport": "integrations.transport",
+    "ProviderTransport": "integrations.transport",
 }
 
 __all__ = [
     "ActorLost",
+    "AsyncProviderTransport",
     "Ceilings",
     "FixtureError",
     "FixtureSet",
@@ -71,6 +85,7 @@ __all__ = [
     "ManifestError",
     "Message",
     "ProviderClosed",
+    "ProviderTransport",
     "ReplayError",
     "ReplayMiss",
     "ReplayProvider",
@@ -82,9 +97,13 @@ __all__ = [
     "ToolCall",
     "__version__",
     "acquire",
+    "anthropic_client",
+    "async_anthropic_client",
+    "async_openai_client",
     "canonical_json",
     "load_fixture",
     "open_provider",
+    "openai_client",
     "request_hash",
 ]
 

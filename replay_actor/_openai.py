@@ -1,8 +1,9 @@
 """The built-in ``openai`` adapter: OpenAI-compatible chat completions at any ``base_url``.
 
-It maps the provider-neutral request (SPEC §2) to a ``POST {base_url}/chat/completions``
-body and the vendor's answer back to the neutral response. httpx is an optional
-dependency (the ``live`` extra), imported when the adapter is built, never at import time.
+It sends the provider-neutral request as a ``POST {base_url}/chat/completions`` body
+and maps the answer back to the neutral response (the mapping is ``vendors.openai``).
+httpx is an optional dependency (the ``live`` extra), imported when the adapter is
+built, never at import time.
 
 Failure policy:
 - timeouts are on by default (``timeout``, ``connect_timeout``);
@@ -29,22 +30,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ._errors import LiveProviderError, ManifestError, RequestError
+from ._errors import LiveProviderError, ManifestError
 from ._live import toml_type_name
+from .vendors._common import MalformedResponse
+from .vendors.openai import from_response, to_body
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["OpenAIAdapter", "from_openai_response", "to_openai_body"]
+__all__ = ["OpenAIAdapter"]
 
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SAFE_CODE: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _RETRY_STATUSES: Final = frozenset({408, 429})
-_TOOL_CHOICE_WORDS: Final = frozenset({"auto", "none", "required"})
-_RESERVED_BODY_KEYS: Final = frozenset(
-    {"model", "messages", "tools", "tool_choice", "response_format", "stream"}
-)
 _MAX_RETRIES_CAP: Final = 20
 
 _KEYS: Final = frozenset(
@@ -147,127 +146,6 @@ class _Config:
                     key="api_key_env",
                 )
             self.headers["Authorization"] = f"Bearer {key_value}"
-
-
-# -- mapping ----------------------------------------------------------------------------------
-
-
-def _message(message: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message["role"], "content": message.get("content")}
-    if "name" in message:
-        out["name"] = message["name"]
-    if message.get("tool_calls"):
-        out["tool_calls"] = [
-            {
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": call["name"], "arguments": call["arguments"]},
-            }
-            for call in message["tool_calls"]
-        ]
-    if "tool_call_id" in message:
-        out["tool_call_id"] = message["tool_call_id"]
-    return out
-
-
-def _tool(tool: dict[str, Any]) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": tool["name"]}
-    if "description" in tool:
-        function["description"] = tool["description"]
-    function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
-    return {"type": "function", "function": function}
-
-
-def _tool_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
-    if isinstance(choice, str):
-        if choice in _TOOL_CHOICE_WORDS:
-            return choice
-        return {"type": "function", "function": {"name": choice}}
-    if "type" not in choice and set(choice) == {"name"}:
-        return {"type": "function", "function": {"name": choice["name"]}}
-    return choice
-
-
-def to_openai_body(request: dict[str, Any], model: str) -> dict[str, Any]:
-    """The chat-completions body for a plain normalised neutral request.
-
-    ``params`` are merged into the body first; they may not set a key the mapping owns
-    (``model``, ``messages``, ``tools``, ``tool_choice``, ``response_format``, ``stream``).
-    """
-    params: dict[str, Any] = request.get("params", {})
-    clash = sorted(_RESERVED_BODY_KEYS.intersection(params))
-    if clash:
-        raise RequestError(f"params may not set {clash[0]!r} (the adapter owns it)")
-    body: dict[str, Any] = dict(params)
-    body["model"] = model
-    body["messages"] = [_message(m) for m in request["messages"]]
-    if request.get("tools"):
-        body["tools"] = [_tool(t) for t in request["tools"]]
-    if "tool_choice" in request:
-        body["tool_choice"] = _tool_choice(request["tool_choice"])
-    if "response_format" in request:
-        body["response_format"] = request["response_format"]
-    return body
-
-
-class _Malformed(Exception):
-    """The vendor's body is not a chat completion (internal; never leaves this module)."""
-
-
-def _tool_calls(raw: Any) -> list[dict[str, str]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise _Malformed("tool_calls is not an array")
-    calls: list[dict[str, str]] = []
-    for call in raw:
-        function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise _Malformed("a tool call has no function name")
-        arguments = function.get("arguments", "")
-        if not isinstance(arguments, str):
-            # Some compatible servers send the arguments as an object.
-            arguments = msgspec.json.encode(arguments).decode()
-        call_id = call.get("id")
-        calls.append(
-            {
-                "id": call_id if isinstance(call_id, str) else "",
-                "name": function["name"],
-                "arguments": arguments,
-            }
-        )
-    return calls
-
-
-def from_openai_response(data: Any) -> dict[str, Any]:
-    """The neutral response for a decoded chat-completions body; ``_Malformed`` if the
-    body does not have that shape."""
-    if not isinstance(data, dict):
-        raise _Malformed("the body is not an object")
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _Malformed("the body has no choices")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        raise _Malformed("the first choice has no message")
-    content = message.get("content")
-    if isinstance(content, list):
-        # Content parts: keep the text, which is what a neutral response carries.
-        content = "".join(
-            part.get("text", "")
-            for part in content
-            if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    if content is not None and not isinstance(content, str):
-        raise _Malformed("the message content is not a string")
-    finish = choices[0].get("finish_reason")
-    usage = data.get("usage")
-    return {
-        "content": content,
-        "tool_calls": _tool_calls(message.get("tool_calls")),
-        "finish_reason": finish if isinstance(finish, str) else None,
-        "usage": usage if isinstance(usage, dict) else None,
-    }
 
 
 # -- the adapter ----------------------------------------------------------------------------
@@ -387,8 +265,8 @@ class OpenAIAdapter:
                 "the live endpoint's response is not valid JSON", status=status
             )
         try:
-            return from_openai_response(data)
-        except _Malformed as exc:
+            return from_response(data)
+        except MalformedResponse as exc:
             problem = str(exc)
         return LiveProviderError(
             f"the live endpoint's response is not a chat completion: {problem}", status=status
@@ -400,7 +278,7 @@ class OpenAIAdapter:
         return f"could not be reached ({type(exc).__name__})"
 
     def _body(self, request: dict[str, Any]) -> bytes:
-        return msgspec.json.encode(to_openai_body(request, self._config.model))
+        return msgspec.json.encode(to_body(request, self._config.model))
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         body = self._body(request)

@@ -6,6 +6,7 @@ import replay_actor
 
 EXPECTED = {
     "ActorLost",
+    "AsyncProviderTransport",
     "Ceilings",
     "FixtureError",
     "FixtureSet",
@@ -13,6 +14,7 @@ EXPECTED = {
     "ManifestError",
     "Message",
     "ProviderClosed",
+    "ProviderTransport",
     "ReplayError",
     "ReplayMiss",
     "ReplayProvider",
@@ -24,9 +26,13 @@ EXPECTED = {
     "ToolCall",
     "__version__",
     "acquire",
+    "anthropic_client",
+    "async_anthropic_client",
+    "async_openai_client",
     "canonical_json",
     "load_fixture",
     "open_provider",
+    "openai_client",
     "request_hash",
 }
 

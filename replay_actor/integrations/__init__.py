@@ -1,7 +1,9 @@
-"""Integrations with the places evaluations run: Inspect AI, pydantic-ai, pytest.
+"""Integrations: where evaluations run, over any provider.
 
-Each module imports its framework when it is imported itself, and nothing in the core
-imports these modules: the frameworks stay optional extras (``replay-actor[inspect]``,
-``[pydantic-ai]``, ``[pytest]``). Frameworks find them through their own entry points
-(``inspect_ai``, ``pytest11``) or an explicit import (``replay_actor.pydantic_ai``).
+HTTP transports and vendor SDK clients (docs/sdk.md); the Inspect AI model provider
+(docs/inspect.md), the pydantic-ai model (docs/pydantic-ai.md) and the pytest plugin
+(docs/pytest.md). Each module imports its third-party package (httpx2, httpx, openai,
+anthropic, inspect_ai, pydantic_ai, pytest) at its own import, never at ``import
+replay_actor``; frameworks find theirs through their own entry points (``inspect_ai``,
+``pytest11``) or an explicit import (``replay_actor.pydantic_ai``).
 """

@@ -14,6 +14,7 @@ and frameworks, so they live in one place:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -21,7 +22,13 @@ import msgspec
 from .._canonical import canonical_json
 from .._errors import RequestError
 
-__all__ = ["canonical_arguments", "collapse_content"]
+__all__ = [
+    "MalformedResponse",
+    "VendorCall",
+    "canonical_arguments",
+    "collapse_content",
+    "refuse_unfaithful",
+]
 
 _decode: Final = msgspec.json.decode
 _TEXT_PART_KEYS: Final = frozenset({"type", "text"})
@@ -55,3 +62,45 @@ def collapse_content(content: Any) -> Any:
         ):
             return part["text"]
     return content
+
+
+class MalformedResponse(Exception):
+    """A live endpoint's body does not have the vendor's shape (the adapters turn it into
+    a ``LiveProviderError`` holding this short, payload-free description)."""
+
+
+class VendorCall(msgspec.Struct, frozen=True):
+    """A vendor request body read: the neutral request and how to answer it."""
+
+    #: The plain neutral request (validated later, by the provider).
+    request: dict[str, Any]
+    #: Echoed in the response, as the vendor does; never hashed.
+    model: str
+    #: Answer as server-sent events.
+    stream: bool = False
+    #: OpenAI's ``stream_options.include_usage``: a final usage chunk.
+    include_usage: bool = False
+
+
+def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:
+    """Raise ``RequestError`` naming the first field asking for something a neutral
+    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs``, ``audio``,
+    output ``modalities`` other than text (and ``stream`` itself when ``stream`` is set:
+    the live adapters answer whole messages).
+
+    Replaying or recording such a request would silently drop what the caller asked for.
+    """
+    n = fields.get("n")
+    if n is not None and n != 1:
+        raise RequestError(f"{where}n other than 1 cannot be replayed or recorded")
+    if fields.get("logprobs") not in (None, False):
+        raise RequestError(f"{where}logprobs cannot be replayed or recorded")
+    if fields.get("top_logprobs") is not None:
+        raise RequestError(f"{where}top_logprobs cannot be replayed or recorded")
+    if fields.get("audio") is not None:
+        raise RequestError(f"{where}audio output cannot be replayed or recorded")
+    modalities = fields.get("modalities")
+    if modalities is not None and modalities != ["text"]:
+        raise RequestError(f"{where}modalities other than ['text'] cannot be replayed or recorded")
+    if stream and "stream" in fields:
+        raise RequestError(f"{where}stream cannot be set in params (the adapter owns it)")

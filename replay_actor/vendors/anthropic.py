@@ -1,0 +1,487 @@
+"""Anthropic messages <-> the neutral request and response (docs/sdk.md, "The mapping").
+
+This module is the one place Anthropic's Messages API shapes are read or written:
+
+- an SDK's request body -> the neutral request (``read_body``), and the neutral response
+  -> a ``message`` (``response_body``) or its server-sent events ``message_start`` ...
+  ``message_stop`` (``stream_body``), for the transports;
+- the neutral request -> a body for the live endpoint (``to_body``) and its answer -> the
+  neutral response (``from_response``), for the ``anthropic`` live adapter.
+
+The neutral request is the OpenAI-like one of docs/fixture-format.md, so the same
+conversation sent through either vendor's SDK hashes alike: the top-level ``system``
+becomes the first message, ``tool_use`` blocks become an assistant's ``tool_calls`` (their
+``input`` as RFC 8785 text), each ``tool_result`` block of a user message becomes a
+``tool`` message placed before the rest of that message, ``stop_sequences`` becomes
+``params.stop``, and ``tool_choice`` ``any`` is ``required``. ``model``, ``stream``,
+``metadata`` and every ``cache_control`` are delivery details, not hashed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+
+from .._canonical import canonical_json
+from .._errors import RequestError
+from ._common import (
+    MalformedResponse,
+    VendorCall,
+    canonical_arguments,
+    collapse_content,
+    refuse_unfaithful,
+)
+from .openai import response_id
+
+__all__ = ["from_response", "read_body", "response_body", "stream_body", "to_body"]
+
+# Keys of the body the mapping owns or drops: never copied into params.
+_OWNED: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "stream",
+        "metadata",
+        "cache_control",
+        "stop_sequences",
+    }
+)
+_STOP_TO_VENDOR: Final = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+_STOP_FROM_VENDOR: Final = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+_CHOICE_WORDS: Final = {"auto": "auto", "any": "required", "none": "none"}
+_RESERVED_PARAMS: Final = frozenset(
+    {"model", "messages", "system", "tools", "tool_choice", "stream", "stop_sequences"}
+)
+#: Anthropic requires max_tokens; a live call whose request does not set it gets this.
+DEFAULT_MAX_TOKENS: Final = 4096
+_encode: Final = msgspec.json.encode
+
+
+# -- vendor body -> neutral request -------------------------------------------------------
+
+
+def _strip_cache_control(block: Any) -> Any:
+    if type(block) is dict and "cache_control" in block:
+        block = {k: v for k, v in block.items() if k != "cache_control"}
+    return block
+
+
+def _blocks(content: Any) -> Any:
+    if type(content) is list:
+        return [_strip_cache_control(block) for block in content]
+    return content
+
+
+def _tool_result(block: dict[str, Any], where: str) -> dict[str, Any]:
+    extra = sorted(set(block) - {"type", "tool_use_id", "content", "is_error"})
+    if extra:
+        raise RequestError(f"{where}.{extra[0]} cannot be replayed")
+    if block.get("is_error"):
+        raise RequestError(f"{where}.is_error cannot be replayed (no neutral equivalent)")
+    message: dict[str, Any] = {"role": "tool", "tool_call_id": block.get("tool_use_id")}
+    if "content" in block:
+        message["content"] = collapse_content(_blocks(block["content"]))
+    return message
+
+
+def _tool_use(block: dict[str, Any], where: str) -> dict[str, Any]:
+    extra = sorted(set(block) - {"type", "id", "name", "input"})
+    if extra:
+        raise RequestError(f"{where}.{extra[0]} cannot be replayed")
+    try:
+        arguments = canonical_json(block.get("input", {})).decode()
+    except RequestError:
+        raise RequestError(f"{where}.input is not a JSON value RFC 8785 can encode") from None
+    return {"id": block.get("id"), "name": block.get("name"), "arguments": arguments}
+
+
+def _messages(message: Any, i: int) -> list[dict[str, Any]]:
+    """One Anthropic message as one or more neutral messages."""
+    where = f"messages[{i}]"
+    if type(message) is not dict:
+        raise RequestError(f"{where} must be an object")
+    extra = sorted(set(message) - {"role", "content"})
+    if extra:
+        raise RequestError(f"{where}.{extra[0]} cannot be replayed")
+    role = message.get("role")
+    content = message.get("content")
+    if type(content) is not list:
+        return [{"role": role, "content": content}]
+    blocks = _blocks(content)
+    if role == "user":
+        out: list[dict[str, Any]] = []
+        rest: list[Any] = []
+        for j, block in enumerate(blocks):
+            if type(block) is dict and block.get("type") == "tool_result":
+                out.append(_tool_result(block, f"{where}.content[{j}]"))
+            else:
+                rest.append(block)
+        if rest or not out:
+            out.append({"role": "user", "content": collapse_content(rest)})
+        return out
+    if role == "assistant":
+        calls: list[dict[str, Any]] = []
+        rest = []
+        for j, block in enumerate(blocks):
+            if type(block) is dict and block.get("type") == "tool_use":
+                calls.append(_tool_use(block, f"{where}.content[{j}]"))
+            else:
+                rest.append(block)
+        neutral: dict[str, Any] = {"role": "assistant"}
+        if rest:
+            neutral["content"] = collapse_content(rest)
+        if calls:
+            neutral["tool_calls"] = calls
+        return [neutral]
+    return [{"role": role, "content": collapse_content(blocks)}]
+
+
+def _tool(tool: Any, i: int) -> dict[str, Any]:
+    if type(tool) is not dict:
+        raise RequestError(f"tools[{i}] must be an object")
+    out: dict[str, Any] = {}
+    for key, value in tool.items():
+        if key == "input_schema":
+            out["parameters"] = value
+        elif key == "cache_control" or (key == "type" and value == "custom"):
+            continue
+        elif key in ("name", "description"):
+            out[key] = value
+        else:
+            raise RequestError(f"tools[{i}].{key} cannot be replayed")
+    return out
+
+
+def _read_tool_choice(choice: Any, params: dict[str, Any]) -> Any:
+    if type(choice) is not dict:
+        raise RequestError("tool_choice must be an object")
+    kind = choice.get("type")
+    extra = set(choice) - {"type", "name", "disable_parallel_tool_use"}
+    if extra:
+        raise RequestError(f"tool_choice.{sorted(extra)[0]} cannot be replayed")
+    if choice.get("disable_parallel_tool_use") is True:
+        # OpenAI says the same thing with parallel_tool_calls: one spelling in the hash.
+        params["parallel_tool_calls"] = False
+    if kind == "tool":
+        return {"name": choice.get("name")}
+    if kind in _CHOICE_WORDS:
+        return _CHOICE_WORDS[kind]
+    raise RequestError("tool_choice.type must be auto, any, tool or none")
+
+
+def read_body(body: Any) -> VendorCall:
+    """The neutral request (a plain dict) and call options for a messages body.
+
+    Raises ``RequestError`` naming the field for a body the neutral request cannot hold.
+    """
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    raw_messages = body.get("messages")
+    if type(raw_messages) is not list:
+        raise RequestError("messages must be an array")
+    refuse_unfaithful(body)
+    messages: list[dict[str, Any]] = []
+    system = body.get("system")
+    if system is not None:
+        messages.append({"role": "system", "content": collapse_content(_blocks(system))})
+    for i, message in enumerate(raw_messages):
+        messages.extend(_messages(message, i))
+    request: dict[str, Any] = {"messages": messages}
+    params = {k: v for k, v in body.items() if k not in _OWNED}
+    tools = body.get("tools")
+    if tools is not None:
+        if type(tools) is not list:
+            raise RequestError("tools must be an array")
+        if tools:
+            request["tools"] = [_tool(t, i) for i, t in enumerate(tools)]
+    if body.get("tool_choice") is not None and "tools" in request:
+        request["tool_choice"] = _read_tool_choice(body["tool_choice"], params)
+    stop = body.get("stop_sequences")
+    if stop is not None:
+        params["stop"] = stop
+    if params:
+        request["params"] = params
+    model = body.get("model")
+    return VendorCall(
+        request=request,
+        model=model if type(model) is str else "",
+        stream=body.get("stream") is True,
+    )
+
+
+# -- neutral response -> vendor response --------------------------------------------------
+
+
+def _usage(response: Mapping[str, Any]) -> dict[str, Any]:
+    usage = response.get("usage")
+    if type(usage) is not dict:
+        return {"input_tokens": 0, "output_tokens": 0}
+    return {
+        "input_tokens": usage.get("input_tokens", usage.get("prompt_tokens", 0)),
+        "output_tokens": usage.get("output_tokens", usage.get("completion_tokens", 0)),
+    }
+
+
+class Unexpressible(Exception):
+    """The stored response cannot be said in Anthropic's shape (tool arguments that are
+    not a JSON object); the transport answers it as a closed failure."""
+
+
+def _input(arguments: Any) -> dict[str, Any]:
+    try:
+        value = msgspec.json.decode(arguments) if type(arguments) is str else None
+    except msgspec.DecodeError:
+        value = None
+    if type(value) is not dict:
+        raise Unexpressible("a stored tool call's arguments are not a JSON object")
+    return value
+
+
+def _content(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    text = response.get("content")
+    if text:
+        blocks.append({"type": "text", "text": text})
+    for call in response.get("tool_calls") or []:
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id", ""),
+                "name": call.get("name", ""),
+                "input": _input(call.get("arguments")),
+            }
+        )
+    return blocks
+
+
+def _stop_reason(response: Mapping[str, Any], has_calls: bool) -> str:
+    finish = response.get("finish_reason")
+    if type(finish) is not str:
+        return "tool_use" if has_calls else "end_turn"
+    return _STOP_TO_VENDOR.get(finish, finish)
+
+
+def response_body(response: Mapping[str, Any], model: str) -> dict[str, Any]:
+    """The ``message`` object answering with the stored neutral response."""
+    content = _content(response)
+    return {
+        "id": response_id(response, "msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": _stop_reason(response, any(b["type"] == "tool_use" for b in content)),
+        "stop_sequence": None,
+        "usage": _usage(response),
+    }
+
+
+def _event(name: bytes, payload: dict[str, Any]) -> bytes:
+    return b"event: " + name + b"\ndata: " + _encode(payload) + b"\n\n"
+
+
+def stream_body(response: Mapping[str, Any], model: str) -> bytes:
+    """The same answer as Anthropic's server-sent events, ``message_start`` to
+    ``message_stop``, so ``messages.stream`` rebuilds exactly ``response_body``."""
+    message = response_body(response, model)
+    usage = message["usage"]
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
+    parts = [_event(b"message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            opening: dict[str, Any] = {"type": "text", "text": ""}
+            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
+        else:
+            opening = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": _encode(block["input"]).decode()}
+        parts.append(
+            _event(
+                b"content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": opening},
+            )
+        )
+        parts.append(
+            _event(
+                b"content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+            )
+        )
+        parts.append(_event(b"content_block_stop", {"type": "content_block_stop", "index": index}))
+    parts.append(
+        _event(
+            b"message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": usage,
+            },
+        )
+    )
+    parts.append(_event(b"message_stop", {"type": "message_stop"}))
+    return b"".join(parts)
+
+
+# -- neutral request -> live body, live answer -> neutral response ------------------------
+
+
+def _vendor_blocks(content: Any) -> list[Any]:
+    if content is None:
+        return []
+    if type(content) is str:
+        return [{"type": "text", "text": content}]
+    return list(content)
+
+
+def _vendor_choice(choice: Any, parallel: bool) -> dict[str, Any]:
+    if type(choice) is dict and set(choice) == {"name"}:
+        out: dict[str, Any] = {"type": "tool", "name": choice["name"]}
+    elif choice == "required":
+        out = {"type": "any"}
+    elif choice in ("auto", "none"):
+        out = {"type": choice}
+    elif type(choice) is str:
+        out = {"type": "tool", "name": choice}
+    else:
+        out = dict(choice)
+    if not parallel and out["type"] != "none":
+        out["disable_parallel_tool_use"] = True
+    return out
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The messages body for a plain normalised neutral request (the live adapter's).
+
+    Leading system messages become ``system``; consecutive ``tool`` messages become one
+    user message of ``tool_result`` blocks, merged with a user message that follows;
+    ``params.stop`` becomes ``stop_sequences``; ``max_tokens`` defaults to
+    ``DEFAULT_MAX_TOKENS`` because the vendor requires it.
+    """
+    params: dict[str, Any] = dict(request.get("params", {}))
+    clash = sorted(_RESERVED_PARAMS.intersection(params))
+    if clash:
+        raise RequestError(f"params may not set {clash[0]!r} (the adapter owns it)")
+    if "response_format" in request:
+        raise RequestError("response_format has no Anthropic equivalent")
+    parallel = params.pop("parallel_tool_calls", True) is not False
+    stop = params.pop("stop", None)
+    body: dict[str, Any] = {"model": model, "max_tokens": DEFAULT_MAX_TOKENS, **params}
+    if stop is not None:
+        body["stop_sequences"] = stop
+    messages = request["messages"]
+    system: list[Any] = []
+    i = 0
+    while i < len(messages) and messages[i]["role"] == "system":
+        system.extend(_vendor_blocks(messages[i].get("content")))
+        i += 1
+    if system:
+        body["system"] = collapse_content(system)
+    out: list[dict[str, Any]] = []
+    pending: list[dict[str, Any]] = []  # tool_result blocks waiting for their user turn
+    for message in messages[i:]:
+        role = message["role"]
+        if role == "tool":
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": message.get("tool_call_id"),
+            }
+            if message.get("content") is not None:
+                block["content"] = message["content"]
+            pending.append(block)
+            continue
+        if role == "user":
+            out.append(
+                {"role": "user", "content": pending + _vendor_blocks(message.get("content"))}
+            )
+            pending = []
+            continue
+        if pending:
+            out.append({"role": "user", "content": pending})
+            pending = []
+        if role == "system":
+            raise RequestError(
+                "a system message after the conversation began has no Anthropic form"
+            )
+        blocks = _vendor_blocks(message.get("content"))
+        for call in message.get("tool_calls", []):
+            try:
+                value = msgspec.json.decode(call["arguments"])
+            except msgspec.DecodeError:
+                value = None
+            if type(value) is not dict:
+                raise RequestError("tool call arguments must be a JSON object for Anthropic")
+            blocks.append(
+                {"type": "tool_use", "id": call["id"], "name": call["name"], "input": value}
+            )
+        out.append({"role": "assistant", "content": blocks})
+    if pending:
+        out.append({"role": "user", "content": pending})
+    body["messages"] = out
+    if request.get("tools"):
+        body["tools"] = [
+            {
+                "name": t["name"],
+                **({"description": t["description"]} if "description" in t else {}),
+                "input_schema": t.get("parameters") or {"type": "object", "properties": {}},
+            }
+            for t in request["tools"]
+        ]
+    if "tool_choice" in request:
+        body["tool_choice"] = _vendor_choice(request["tool_choice"], parallel)
+    elif not parallel and request.get("tools"):
+        body["tool_choice"] = {"type": "auto", "disable_parallel_tool_use": True}
+    return body
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """The neutral response for a decoded ``message``; ``MalformedResponse`` otherwise."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise MalformedResponse("the body is not a message")
+    texts: list[str] = []
+    calls: list[dict[str, str]] = []
+    for block in data["content"]:
+        if not isinstance(block, dict):
+            raise MalformedResponse("a content block is not an object")
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            if not isinstance(block.get("name"), str):
+                raise MalformedResponse("a tool_use block has no name")
+            call_id = block.get("id")
+            calls.append(
+                {
+                    "id": call_id if isinstance(call_id, str) else "",
+                    "name": block["name"],
+                    "arguments": canonical_arguments(
+                        msgspec.json.encode(block.get("input", {})).decode()
+                    ),
+                }
+            )
+    stop = data.get("stop_reason")
+    usage = data.get("usage")
+    neutral_usage: dict[str, Any] | None = None
+    if isinstance(usage, dict):
+        prompt = usage.get("input_tokens", 0)
+        completion = usage.get("output_tokens", 0)
+        if isinstance(prompt, int) and isinstance(completion, int):
+            neutral_usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+    return {
+        "content": "".join(texts) if texts else None,
+        "tool_calls": calls,
+        "finish_reason": _STOP_FROM_VENDOR.get(stop, stop) if isinstance(stop, str) else None,
+        "usage": neutral_usage,
+    }

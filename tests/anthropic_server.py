@@ -1,0 +1,175 @@
+"""A real HTTP server speaking Anthropic's Messages API shape, for the live tests.
+
+It binds 127.0.0.1 on a free port and serves ``POST /{scenario}/v1/messages``, so a
+provider's ``base_url`` is ``http://127.0.0.1:PORT/{scenario}`` (the vendor's own form:
+the SDK and the adapter append ``/v1/messages``). Scenarios:
+
+=========  ===============================================================================
+``echo``   200; one text block ``"{n}: {last user text}"``, n counting this scenario's calls
+``tools``  200; one ``tool_use`` block (``get_weather``, ``{"city": "Paris"}``), ``tool_use``
+``429xN``  the first N calls get 429 with ``retry-after: 0``, then as ``echo``
+``500``    always 500, with an error body echoing the x-api-key header and the prompt
+``401``    401 ``authentication_error`` echoing the key (as vendors do)
+=========  ===============================================================================
+
+Every request is kept in ``received`` (scenario, path, lowercased headers, decoded body).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from tests.chat_server import Received
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: AnthropicServer
+
+
+def _last_user_text(body: Any) -> str:
+    if not isinstance(body, dict) or not body.get("messages"):
+        return ""
+    content = body["messages"][-1].get("content")
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+    return str(content)
+
+
+def _message(content: list[dict[str, Any]], stop: str) -> bytes:
+    return json.dumps(
+        {
+            "id": "msg_test",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 4, "output_tokens": 2},
+        }
+    ).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr log."""
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        parts = self.path.strip("/").split("/")
+        scenario = parts[0] if parts else ""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        n = owner.record(Received(scenario, self.path, headers, body))
+        prompt = _last_user_text(body)
+        key = headers.get("x-api-key", "")
+        if not self.path.endswith("/v1/messages"):
+            self._send(404, b'{"type":"error","error":{"type":"not_found_error"}}')
+        elif scenario.startswith("429x") and n <= int(scenario[4:]):
+            limited = b'{"type":"error","error":{"type":"rate_limit_error"}}'
+            self._send(429, limited, {"retry-after": "0"})
+        elif scenario == "echo" or scenario.startswith("429x"):
+            self._send(200, _message([{"type": "text", "text": f"{n}: {prompt}"}], "end_turn"))
+        elif scenario == "tools":
+            block = {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "get_weather",
+                "input": {"city": "Paris"},
+            }
+            self._send(200, _message([block], "tool_use"))
+        elif scenario == "500":
+            error = {"type": "error", "error": {"type": "api_error", "message": f"{key} {prompt}"}}
+            self._send(500, json.dumps(error).encode())
+        elif scenario == "401":
+            error = {
+                "type": "error",
+                "error": {"type": "authentication_error", "message": f"invalid x-api-key {key}"},
+            }
+            self._send(401, json.dumps(error).encode())
+        else:
+            self._send(404, b'{"type":"error","error":{"type":"not_found_error"}}')
+
+
+class AnthropicServer:
+    """The server and its thread; use as a context manager (or ``close()``)."""
+
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        self.port: int = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="anthropic-server",
+            daemon=True,
+        )
+        self._thread.start()
+
+    def record(self, received: Received) -> int:
+        with self._lock:
+            self.received.append(received)
+            n = self._counts.get(received.scenario, 0) + 1
+            self._counts[received.scenario] = n
+            return n
+
+    def count(self, scenario: str) -> int:
+        with self._lock:
+            return self._counts.get(scenario, 0)
+
+    def base_url(self, scenario: str = "echo") -> str:
+        return f"http://127.0.0.1:{self.port}/{scenario}"
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10.0)
+
+    def __enter__(self) -> AnthropicServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@pytest.fixture
+def claude() -> Iterator[AnthropicServer]:
+    """A running Anthropic-wire server for one test, stopped afterwards."""
+    server = AnthropicServer()
+    try:
+        yield server
+    finally:
+        server.close()
+    assert not server._thread.is_alive()

@@ -1,0 +1,657 @@
+"""The vendors' own SDK clients answered by a replay provider: the real ``openai`` and
+``anthropic`` packages, unchanged calls, no mocking library.
+
+A conversation is written once as a fixture (its hash computed by the vendor mapping)
+and then asked through both SDKs, streamed and not, sync and async; failures must come
+out as the SDKs' own exceptions with the documented message, asked exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from replay_actor import (
+    ProviderClosed,
+    anthropic_client,
+    async_anthropic_client,
+    async_openai_client,
+    open_provider,
+    openai_client,
+    request_hash,
+)
+from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
+from replay_actor.vendors import anthropic as vendor_anthropic
+from replay_actor.vendors import openai as vendor_openai
+from tests.procs import actor_pids, no_leaks, wait_gone
+
+__all__ = ["no_leaks"]
+
+pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
+
+MODEL = "gpt-test"
+CLAUDE = "claude-test"
+SYSTEM = "You answer briefly."
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+OPENAI_TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather for a city",
+            "parameters": WEATHER_SCHEMA,
+        },
+    }
+]
+ANTHROPIC_TOOLS: list[Any] = [
+    {"name": "get_weather", "description": "Weather for a city", "input_schema": WEATHER_SCHEMA}
+]
+TOOL_CALL = {"id": "call_7", "name": "get_weather", "arguments": '{"city":"Paris"}'}
+CALL_RESPONSE = {
+    "content": None,
+    "tool_calls": [TOOL_CALL],
+    "finish_reason": "tool_calls",
+    "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
+}
+FINAL_RESPONSE = {
+    "content": "It is sunny in Paris.",
+    "tool_calls": [],
+    "finish_reason": "stop",
+    "usage": {"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27},
+}
+GREETING = {"content": "Hello there!", "finish_reason": "stop"}
+
+# The same conversation in each vendor's words.
+OPENAI_TURN1: list[Any] = [
+    {"role": "system", "content": SYSTEM},
+    {"role": "user", "content": "Weather in Paris?"},
+]
+ANTHROPIC_TURN1: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+
+
+def openai_hash(**body: Any) -> str:
+    return request_hash(vendor_openai.read_body({"model": MODEL, **body}).request)
+
+
+def anthropic_hash(**body: Any) -> str:
+    return request_hash(vendor_anthropic.read_body({"model": CLAUDE, **body}).request)
+
+
+def openai_turn2(first: Any) -> list[Any]:
+    """The tool loop's second turn, built from the SDK's own first answer."""
+    message = first.choices[0].message
+    call = message.tool_calls[0]
+    return [
+        *OPENAI_TURN1,
+        message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny, 24C"},
+    ]
+
+
+def anthropic_turn2(first: Any) -> list[Any]:
+    block = first.content[0]
+    return [
+        *ANTHROPIC_TURN1,
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": block.id, "content": "sunny, 24C"}],
+        },
+    ]
+
+
+def write_fixture(path: Path, entries: dict[str, Any]) -> Path:
+    lines = []
+    for request_hash_, answer in entries.items():
+        key = "responses" if isinstance(answer, list) else "response"
+        lines.append(json.dumps({"schema_version": 1, "request_hash": request_hash_, key: answer}))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def conversation(tmp_path: Path) -> dict[str, Any]:
+    """A replay manifest holding the weather tool loop and a greeting sequence."""
+    turn1 = openai_hash(messages=OPENAI_TURN1, tools=OPENAI_TOOLS, max_tokens=200)
+    turn2_messages = [
+        *OPENAI_TURN1,
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_7",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_7", "content": "sunny, 24C"},
+    ]
+    turn2 = openai_hash(messages=turn2_messages, tools=OPENAI_TOOLS, max_tokens=200)
+    greeting = openai_hash(messages=[{"role": "user", "content": "hello"}], max_tokens=50)
+    fixture = write_fixture(
+        tmp_path / "fixture.jsonl",
+        {turn1: CALL_RESPONSE, turn2: FINAL_RESPONSE, greeting: [GREETING, GREETING]},
+    )
+    return {"provider": {"kind": "replay", "fixture": str(fixture)}}
+
+
+@pytest.fixture
+def private(conversation: dict[str, Any]) -> dict[str, Any]:
+    return {"provider": {**conversation["provider"], "data": "private"}}
+
+
+# -- replay --------------------------------------------------------------------------------
+
+
+def test_openai_tool_loop_replays(conversation: dict[str, Any]) -> None:
+    with openai_client(conversation) as client:
+        assert isinstance(client, openai.OpenAI)
+        first = client.chat.completions.create(
+            model=MODEL, messages=OPENAI_TURN1, tools=OPENAI_TOOLS, max_tokens=200
+        )
+        choice = first.choices[0]
+        assert choice.finish_reason == "tool_calls"
+        assert choice.message.content is None
+        calls: Any = choice.message.tool_calls
+        call = calls[0]
+        assert (call.id, call.function.name) == ("call_7", "get_weather")
+        assert json.loads(call.function.arguments) == {"city": "Paris"}
+        assert first.model == MODEL
+        assert first.id.startswith("chatcmpl-") and len(first.id) == len("chatcmpl-") + 24
+        assert first.usage is not None and first.usage.total_tokens == 17
+        second = client.chat.completions.create(
+            model=MODEL, messages=openai_turn2(first), tools=OPENAI_TOOLS, max_tokens=200
+        )
+        assert second.choices[0].message.content == "It is sunny in Paris."
+        assert second.choices[0].finish_reason == "stop"
+
+
+def test_anthropic_tool_loop_replays_the_same_entries(conversation: dict[str, Any]) -> None:
+    with anthropic_client(conversation) as client:
+        assert isinstance(client, anthropic.Anthropic)
+        first = client.messages.create(
+            model=CLAUDE,
+            system=SYSTEM,
+            messages=ANTHROPIC_TURN1,
+            tools=ANTHROPIC_TOOLS,
+            max_tokens=200,
+        )
+        assert first.stop_reason == "tool_use"
+        block = first.content[0]
+        assert block.type == "tool_use"
+        assert (block.id, block.name, block.input) == ("call_7", "get_weather", {"city": "Paris"})
+        assert first.id.startswith("msg_") and len(first.id) == len("msg_") + 24
+        assert (first.usage.input_tokens, first.usage.output_tokens) == (12, 5)
+        second = client.messages.create(
+            model=CLAUDE,
+            system=[{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+            messages=anthropic_turn2(first),
+            tools=ANTHROPIC_TOOLS,
+            max_tokens=200,
+            metadata={"user_id": "someone"},
+        )
+        assert second.stop_reason == "end_turn"
+        assert [b.type for b in second.content] == ["text"]
+        assert second.content[0].text == "It is sunny in Paris."  # type: ignore[union-attr]
+
+
+def test_both_vendors_hash_the_conversation_alike() -> None:
+    assert openai_hash(
+        messages=[
+            {"role": "developer", "content": [{"type": "text", "text": SYSTEM}]},
+            *OPENAI_TURN1[1:],
+        ],
+        tools=OPENAI_TOOLS,
+        max_completion_tokens=200,
+        stop="END",
+        tool_choice="required",
+        stream=True,
+        stream_options={"include_usage": True},
+    ) == anthropic_hash(
+        system=SYSTEM,
+        messages=ANTHROPIC_TURN1,
+        tools=ANTHROPIC_TOOLS,
+        max_tokens=200,
+        stop_sequences=["END"],
+        tool_choice={"type": "any"},
+        stream=True,
+    )
+
+
+def test_ids_come_from_the_response_not_the_request(conversation: dict[str, Any]) -> None:
+    with openai_client(conversation) as client:
+        a = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hello"}], max_tokens=50
+        )
+        b = client.chat.completions.create(
+            model="other", messages=[{"role": "user", "content": "hello"}], max_tokens=50
+        )
+    assert a.id == b.id == vendor_openai.response_id(GREETING, "chatcmpl-")
+    assert b.model == "other"  # echoed, never hashed
+
+
+# -- streaming -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("include_usage", [False, True])
+def test_openai_stream_rebuilds_the_message(
+    conversation: dict[str, Any], include_usage: bool
+) -> None:
+    kwargs: dict[str, Any] = {"model": MODEL, "messages": OPENAI_TURN1}
+    kwargs.update(tools=OPENAI_TOOLS, max_tokens=200)
+    with openai_client(conversation) as client:
+        whole = client.chat.completions.create(**kwargs)
+        options: Any = {"include_usage": True} if include_usage else {}
+        chunks: list[Any] = list(
+            client.chat.completions.create(**kwargs, stream=True, stream_options=options or None)
+        )
+        with client.chat.completions.stream(**kwargs, stream_options=options or None) as stream:
+            final = stream.get_final_completion()
+    assert all(chunk.id == whole.id for chunk in chunks)
+    usage_chunks = [c for c in chunks if c.usage is not None]
+    assert len(usage_chunks) == (1 if include_usage else 0)
+    if include_usage:
+        assert usage_chunks[0].usage == whole.usage
+    calls = [d for c in chunks for ch in c.choices for d in (ch.delta.tool_calls or [])]
+    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [
+        ("call_7", "get_weather", '{"city":"Paris"}')
+    ]
+    message, expected = final.choices[0].message, whole.choices[0].message
+    assert message.content == expected.content
+    assert [t.model_dump(exclude={"index"}) for t in message.tool_calls or []] == [
+        {**t.model_dump(), "function": {**t.function.model_dump(), "parsed_arguments": None}}
+        for t in expected.tool_calls or []
+    ]
+    assert final.choices[0].finish_reason == whole.choices[0].finish_reason
+    assert final.id == whole.id
+
+
+def test_openai_text_stream_equals_the_message(conversation: dict[str, Any]) -> None:
+    kwargs: dict[str, Any] = {"model": MODEL, "max_tokens": 50}
+    kwargs["messages"] = [{"role": "user", "content": "hello"}]
+    with openai_client(conversation) as client:
+        whole = client.chat.completions.create(**kwargs)
+        streamed = client.chat.completions.create(**kwargs, stream=True)
+        text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+    assert text == whole.choices[0].message.content == "Hello there!"
+
+
+def test_anthropic_stream_rebuilds_the_message(conversation: dict[str, Any]) -> None:
+    kwargs: dict[str, Any] = {"model": CLAUDE, "system": SYSTEM, "messages": ANTHROPIC_TURN1}
+    kwargs.update(tools=ANTHROPIC_TOOLS, max_tokens=200)
+    with anthropic_client(conversation) as client:
+        whole = client.messages.create(**kwargs)
+        events = [event.type for event in client.messages.create(**kwargs, stream=True)]
+        with client.messages.stream(**kwargs) as stream:
+            final = stream.get_final_message()
+    assert events[0] == "message_start" and events[-1] == "message_stop"
+    assert final.model_dump(exclude={"content"}, exclude_none=True) == whole.model_dump(
+        exclude={"content"}, exclude_none=True
+    )
+    assert [b.model_dump(exclude_none=True) for b in final.content] == [
+        b.model_dump(exclude_none=True) for b in whole.content
+    ]
+
+
+def test_anthropic_text_stream_equals_the_message(tmp_path: Path) -> None:
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": "hello"}], "max_tokens": 50}
+    fixture = write_fixture(tmp_path / "f.jsonl", {anthropic_hash(**body): GREETING})
+    with anthropic_client({"provider": {"kind": "replay", "fixture": str(fixture)}}) as client:
+        whole = client.messages.create(model=CLAUDE, **body)
+        with client.messages.stream(model=CLAUDE, **body) as stream:
+            text = "".join(stream.text_stream)
+            final = stream.get_final_message()
+    assert text == "Hello there!"
+    assert final.model_dump(exclude_none=True) == whole.model_dump(exclude_none=True)
+
+
+# -- async -----------------------------------------------------------------------------------
+
+
+def test_async_clients_under_gather(tmp_path: Path) -> None:
+    questions = {f"q{i}": f"a{i}" for i in range(16)}
+    entries = {
+        openai_hash(messages=[{"role": "user", "content": q}], max_tokens=8): {"content": a}
+        for q, a in questions.items()
+    }
+    fixture = write_fixture(tmp_path / "f.jsonl", entries)
+    manifest = {"provider": {"kind": "replay", "fixture": str(fixture)}}
+
+    async def main() -> tuple[list[str | None], list[str]]:
+        oa = async_openai_client(manifest)
+        an = async_anthropic_client(manifest)
+        assert isinstance(oa, openai.AsyncOpenAI)
+        assert isinstance(an, anthropic.AsyncAnthropic)
+        try:
+            from_openai = await asyncio.gather(
+                *(
+                    oa.chat.completions.create(
+                        model=MODEL, max_tokens=8, messages=[{"role": "user", "content": q}]
+                    )
+                    for q in questions
+                )
+            )
+            from_anthropic = await asyncio.gather(
+                *(
+                    an.messages.create(
+                        model=CLAUDE, max_tokens=8, messages=[{"role": "user", "content": q}]
+                    )
+                    for q in questions
+                )
+            )
+        finally:
+            await oa.close()
+            await an.close()
+        return (
+            [r.choices[0].message.content for r in from_openai],
+            [r.content[0].text for r in from_anthropic],  # type: ignore[union-attr]
+        )
+
+    via_openai, via_anthropic = asyncio.run(main())
+    assert via_openai == via_anthropic == list(questions.values())
+
+
+def test_async_streams_rebuild_the_message(conversation: dict[str, Any]) -> None:
+    async def main() -> None:
+        async with async_openai_client(conversation) as oa:
+            kwargs: dict[str, Any] = {"model": MODEL, "messages": OPENAI_TURN1}
+            kwargs.update(tools=OPENAI_TOOLS, max_tokens=200)
+            whole, streamed = await asyncio.gather(
+                oa.chat.completions.create(**kwargs),
+                oa.chat.completions.create(**kwargs, stream=True),
+            )
+            chunks = [chunk async for chunk in streamed]
+            assert chunks[-1].choices[0].finish_reason == whole.choices[0].finish_reason
+        async with async_anthropic_client(conversation) as an:
+            akw: dict[str, Any] = {"model": CLAUDE, "system": SYSTEM, "messages": ANTHROPIC_TURN1}
+            akw.update(tools=ANTHROPIC_TOOLS, max_tokens=200)
+            message = await an.messages.create(**akw)
+            async with an.messages.stream(**akw) as stream:
+                final = await stream.get_final_message()
+            assert final.content[0].model_dump() == message.content[0].model_dump()
+
+    asyncio.run(main())
+
+
+# -- failures ----------------------------------------------------------------------------------
+
+
+class Counting:
+    """A provider wrapper that counts calls: proves the SDK asked exactly once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.inner.closed)
+
+    def complete(self, request: Any) -> dict[str, Any]:
+        self.calls += 1
+        result: dict[str, Any] = self.inner.complete(request)
+        return result
+
+    async def acomplete(self, request: Any) -> dict[str, Any]:
+        self.calls += 1
+        result: dict[str, Any] = await self.inner.acomplete(request)
+        return result
+
+    def snapshot(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.inner.snapshot()
+        return result
+
+    def release(self) -> None:
+        self.inner.release()
+
+    def __enter__(self) -> Counting:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+@pytest.fixture
+def counted(conversation: dict[str, Any]) -> Iterator[Counting]:
+    provider = Counting(open_provider(conversation))
+    try:
+        yield provider
+    finally:
+        provider.release()
+
+
+def counted_openai(provider: Counting) -> openai.OpenAI:
+    transport = ProviderTransport(provider, "openai", release_on_close=False)
+    return openai.OpenAI(api_key="x", http_client=httpx2.Client(transport=transport))
+
+
+def counted_anthropic(provider: Counting) -> anthropic.Anthropic:
+    transport = ProviderTransport(provider, "anthropic", release_on_close=False)
+    return anthropic.Anthropic(api_key="x", http_client=httpx2.Client(transport=transport))
+
+
+def test_miss_is_the_sdks_not_found_error_asked_once(counted: Counting) -> None:
+    request: list[Any] = [{"role": "user", "content": "never recorded"}]
+    expected = openai_hash(messages=request)
+    with pytest.raises(openai.NotFoundError) as caught:
+        counted_openai(counted).chat.completions.create(model=MODEL, messages=request)
+    assert counted.calls == 1
+    err = caught.value
+    assert err.status_code == 404
+    assert err.response.headers["x-should-retry"] == "false"
+    assert err.body == {
+        "message": f"no replay fixture matches this request (request_hash: {expected})",
+        "type": "replay_miss",
+        "param": None,
+        "code": "replay_miss",
+    }
+    with pytest.raises(anthropic.NotFoundError) as miss:
+        counted_anthropic(counted).messages.create(model=CLAUDE, max_tokens=5, messages=request)
+    assert counted.calls == 2
+    message = miss.value.body["error"]["message"]  # type: ignore[index]
+    assert message.startswith("no replay fixture matches this request (request_hash: sha256:")
+    assert miss.value.body["error"]["type"] == "replay_miss"  # type: ignore[index]
+
+
+def test_exhausted_sequence_is_a_404_asked_once(counted: Counting) -> None:
+    client = counted_openai(counted)
+    hello: list[Any] = [{"role": "user", "content": "hello"}]
+    for _ in range(2):
+        client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
+    assert counted.calls == 3
+    expected = openai_hash(messages=hello, max_tokens=50)
+    assert caught.value.body["message"] == (  # type: ignore[index]
+        f"replay sequence exhausted for this request (request_hash: {expected})"
+    )
+    assert caught.value.body["type"] == "replay_exhausted"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"n": 2}, "n other than 1"),
+        ({"logprobs": True}, "logprobs"),
+        ({"top_logprobs": 3, "logprobs": False}, "top_logprobs"),
+        ({"modalities": ["text", "audio"]}, "modalities"),
+        ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
+    ],
+)
+def test_unfaithful_fields_are_a_400_naming_them(
+    counted: Counting, extra: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        counted_openai(counted).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "hello"}], **extra
+        )
+    assert caught.value.body["type"] == "invalid_request"  # type: ignore[index]
+    assert field in caught.value.body["message"]  # type: ignore[index]
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert counted.calls == 0  # refused before the provider was asked
+
+
+def test_invalid_neutral_request_is_a_400(counted: Counting) -> None:
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        counted_anthropic(counted).messages.create(
+            model=CLAUDE,
+            max_tokens=5,
+            messages=[{"role": "robot", "content": "x"}],  # type: ignore[misc, list-item]
+        )
+    assert caught.value.body["error"]["type"] == "invalid_request"  # type: ignore[index]
+    assert counted.calls == 1
+
+
+def test_closed_provider_is_a_503_not_retried(counted: Counting) -> None:
+    client = counted_openai(counted)
+    counted.release()
+    with pytest.raises(openai.InternalServerError) as caught:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+    assert caught.value.status_code == 503
+    assert caught.value.body["type"] == "replay_unavailable"  # type: ignore[index]
+    assert counted.calls == 1
+
+
+def test_other_paths_are_404_naming_the_path(counted: Counting) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        counted_openai(counted).models.list()
+    assert "GET /v1/models" in caught.value.body["message"]  # type: ignore[index]
+    with pytest.raises(anthropic.NotFoundError) as other:
+        counted_anthropic(counted).models.list()
+    assert "/v1/models" in other.value.body["error"]["message"]  # type: ignore[index]
+    with pytest.raises(openai.NotFoundError):
+        counted_openai(counted).completions.create(model=MODEL, prompt="x")
+    assert counted.calls == 0
+
+
+def test_async_transport_asks_acomplete_once(counted: Counting) -> None:
+    async def main() -> None:
+        transport = AsyncProviderTransport(counted, "anthropic", release_on_close=False)
+        async with anthropic.AsyncAnthropic(
+            api_key="x", http_client=httpx2.AsyncClient(transport=transport)
+        ) as client:
+            with pytest.raises(anthropic.NotFoundError):
+                await client.messages.create(
+                    model=CLAUDE, max_tokens=5, messages=[{"role": "user", "content": "?"}]
+                )
+
+    asyncio.run(main())
+    assert counted.calls == 1
+    assert not counted.closed  # release_on_close=False left it open
+
+
+# -- private mode ------------------------------------------------------------------------------
+
+
+def test_private_miss_carries_no_hash_anywhere(private: dict[str, Any]) -> None:
+    request: list[Any] = [{"role": "user", "content": "a secret prompt about NIGHTJAR"}]
+    with openai_client(private) as client, pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.create(model=MODEL, messages=request)
+    err = caught.value
+    assert err.body == {
+        "message": "no replay fixture matches this request",
+        "type": "replay_miss",
+        "param": None,
+        "code": "replay_miss",
+    }
+    seen = [
+        str(err),
+        repr(err),
+        repr(err.args),
+        repr(err.body),
+        err.response.text,
+        repr(dict(err.response.headers)),
+        "".join(traceback.TracebackException.from_exception(err, capture_locals=True).format()),
+    ]
+    # Computed only now, so that this test's own frame holds no hash in the traceback.
+    hex_part = openai_hash(messages=request).removeprefix("sha256:")
+    for text in seen:
+        assert hex_part not in text
+    with anthropic_client(private) as claude, pytest.raises(anthropic.NotFoundError) as other:
+        claude.messages.create(model=CLAUDE, max_tokens=9, messages=request)
+    assert other.value.body["error"]["message"] == "no replay fixture matches this request"  # type: ignore[index]
+    assert "sha256" not in other.value.response.text
+
+
+def test_private_exhaustion_message(private: dict[str, Any]) -> None:
+    hello: list[Any] = [{"role": "user", "content": "hello"}]
+    with openai_client(private) as client:
+        for _ in range(2):
+            client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
+    assert caught.value.body["message"] == "replay sequence exhausted for this request"  # type: ignore[index]
+    assert "sha256" not in caught.value.response.text
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+
+
+def _actor_pid(client: Any) -> int:
+    pid: int = client._client._transport.provider.actor_pid
+    return pid
+
+
+def test_closing_the_client_releases_the_actor(conversation: dict[str, Any]) -> None:
+    before = actor_pids()
+    client = openai_client(conversation)
+    pid = _actor_pid(client)
+    assert pid in actor_pids() - before
+    client.close()
+    assert wait_gone(pid)
+
+
+def test_closing_async_clients_releases_their_actors(conversation: dict[str, Any]) -> None:
+    async def main() -> list[int]:
+        oa = async_openai_client(conversation)
+        an = async_anthropic_client(conversation)
+        pids = [_actor_pid(oa), _actor_pid(an)]
+        await oa.close()
+        await an.close()
+        return pids
+
+    for pid in asyncio.run(main()):
+        assert wait_gone(pid)
+
+
+def test_a_dropped_client_releases_its_actor(conversation: dict[str, Any]) -> None:
+    client = anthropic_client(conversation)
+    pid = _actor_pid(client)
+    del client
+    gc.collect()
+    assert wait_gone(pid)
+
+
+def test_a_bad_sdk_argument_releases_the_provider(conversation: dict[str, Any]) -> None:
+    before = actor_pids()
+    with pytest.raises(TypeError):
+        openai_client(conversation, no_such_option=1)
+    with pytest.raises(TypeError, match="http_client"):
+        openai_client(conversation, http_client=httpx2.Client())
+    for pid in actor_pids() - before:
+        assert wait_gone(pid)
+
+
+def test_release_through_the_transport_is_final(conversation: dict[str, Any]) -> None:
+    provider = open_provider(conversation)
+    transport = ProviderTransport(provider, "openai")
+    transport.close()
+    assert provider.closed
+    with pytest.raises(ProviderClosed):
+        provider.complete({"messages": [{"role": "user", "content": "x"}]})
