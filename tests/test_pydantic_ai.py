@@ -223,3 +223,15 @@ def test_the_core_never_imports_pydantic_ai() -> None:
         "assert 'pydantic_ai' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_bundled_example_fixture_is_generated() -> None:
+    folder = Path(__file__).resolve().parent.parent / "examples" / "pydantic_ai"
+    sys.path.insert(0, str(folder))
+    try:
+        import make_weather_fixture as module
+    finally:
+        sys.path.remove(str(folder))
+    assert (folder / "weather.jsonl").read_bytes() == module.render()
+    assert module.FIRST == FIRST
+    assert module.SECOND == SECOND
