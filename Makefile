@@ -8,7 +8,7 @@ EXTRAS := dev,live,openai,anthropic,inspect,pydantic-ai,pytest,ray
 BSTAMP := $(VENV)/.installed-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint typecheck pytest demo bench clean
+.PHONY: help test lint typecheck pytest demo demo-sdk bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ pytest: $(STAMP) ## pytest only
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture
 	$(PY) examples/demo.py
+
+demo-sdk: $(STAMP) ## run an unchanged openai-SDK app (two calls and a stream) under replay
+	$(PY) examples/openai_app/app.py
 
 bench: $(BSTAMP) ## run benchmarks/, print the table, rewrite docs/benchmarks.md
 	$(PY) -m benchmarks

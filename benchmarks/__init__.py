@@ -1,4 +1,6 @@
-"""replay-actor's benchmarks (SPEC §7): ``python -m benchmarks`` or ``make bench``.
+"""replay-actor's benchmarks: ``python -m benchmarks`` or ``make bench``.
+
+The targets and the last full run's results are in docs/benchmarks.md.
 
 Every target is a ratio taken within one run: ours and its reference are measured
 interleaved (rotating order, after a warm-up, several repetitions), so the noise of a

@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--only P1,P3,...]``: run SPEC §7's benchmarks.
+"""``python -m benchmarks [--quick] [--only P1,P3,...]``: run the benchmarks (docs/benchmarks.md).
 
 A full run prints the table, writes ``benchmarks/results/latest.json`` and rewrites
 ``docs/benchmarks.md`` and ``docs/benchmarks.png``. ``--quick`` (a smoke run) and
@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from . import calls, concurrency, lifecycle, loading, report, vcr_peer
+from . import calls, concurrency, lifecycle, loading, report, sdk, vcr_peer
 from .procs import actors_alive, stop_resource_tracker, stop_zygote
 from .timing import Config, Row
 from .workload import cache_dir
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
     parser.add_argument(
-        "--only", default="", help="comma-separated sections: P1 P2 P3 P4 P5 P6 P7 P8 P9"
+        "--only", default="", help="comma-separated sections: P1 P2 P3 P4 P5 P6 P7 P8 P9 P12"
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P7"}, "owner death and idle CPU (P7)", lambda: lifecycle.run_owner_death(cfg)),
         ({"P6"}, "fixture load (P6)", lambda: loading.run_loading(cfg)),
         ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
+        ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
     ]
     try:
         for ids, title, run in sections:
@@ -88,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
-    rows.sort(key=lambda r: (int(r.id[1]), r.id))
+    # By number (P12 after P9), then by suffix (P4a before P4b).
+    rows.sort(key=lambda r: (int(r.id[1:].rstrip("abcdefgh")), r.id))
     duration = time.perf_counter() - started
     # Every provider was released, so every actor has exited (release waits for it);
     # give a late one a moment, then end the run's zygote, which the library keeps

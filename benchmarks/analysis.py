@@ -20,7 +20,7 @@ METHOD: Final = """\
   zygote's RSS, after 300 calls, twice: P8a in a fresh worker process that acquires only
   that fixture (its zygote caches nothing else), P8b the P1 run's actor (its zygote also
   caches the 100, 1k and 10k fixtures). The baseline is an interpreter started as the
-  zygote is (`python -P -c`, same environment) that has imported `replay_actor._zygote`,
+  zygote is (`python -P -c`, same environment) that has imported `replay_actor.replay.zygote`,
   i.e. all the code an actor runs. An actor is a fork of the zygote: its RSS counts every
   page it shares with the zygote copy-on-write (the interpreter and the parsed table),
   so RSS says what the actor can touch, USS what it alone costs (about 2 MB), and PSS
@@ -39,11 +39,11 @@ METHOD: Final = """\
 - **P5**: `acquire()` to ready on a 1k-entry fixture (release not timed; the run's first
   acquisition, which starts the zygote, not timed), interleaved with four references,
   each timed from the socketpair until the child's first bytes arrive on our end.
-  *P5a*, SPEC's "a bare no-op child started the same way" read strictly (an actor is
+  *P5a*, the target's "a bare no-op child started the same way" read strictly (an actor is
   a child forked by the warm zygote, so the reference is too): a benchmark-owned
   mini-zygote (`benchmarks/minizygote.py`), started as the zygote is
   (`subprocess.Popen([sys.executable, "-P", "-c", ...])`, same environment, a
-  `SOCK_SEQPACKET` control socket), that has imported `replay_actor._zygote` and ignores
+  `SOCK_SEQPACKET` control socket), that has imported `replay_actor.replay.zygote` and ignores
   SIGCHLD; per request it receives the child's socket over `SCM_RIGHTS`, forks a child
   that writes "OK" on it and `os._exit(0)`s, and replies with the PID, as the zygote
   does. To split the difference, a second mini-zygote holds the parsed 1k-entry
@@ -123,7 +123,7 @@ which it escapes with a regular expression), so the speed-up is capped by what
 `request_hash` spends beyond the sorted encode and the hash (P4a). Bytes are
 identical (asserted before timing).""",
     "P5": """\
-P5a reads SPEC's "a bare no-op child started the same way" strictly: an actor is a
+P5a reads the target's "a bare no-op child started the same way" strictly: an actor is a
 child forked by the warm zygote, so its floor is a no-op child forked by a warm
 process started as the zygote is. (P5b, against a fresh interpreter as actors used to
 be started, is the loose reading.) The steps, differences of this run's medians, are

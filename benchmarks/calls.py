@@ -208,7 +208,7 @@ def _memory_row(
         ours=Stats.of([rss / 1e6]),
         reference=Stats.of([base_rss / 1e6]),
         reference_name=(
-            "interpreter started as the zygote is, replay_actor._zygote imported;"
+            "interpreter started as the zygote is, replay_actor.replay.zygote imported;"
             f" fixture {file_bytes / 1e6:.1f} MB"
         ),
         ratio=(rss - base_rss) / file_bytes,

@@ -3,7 +3,7 @@
 P5 compares ``acquire`` (after the run's first acquisition, which starts the zygote and
 is not counted) with two no-op children waited for until they signal ready:
 
-- P5a, SPEC's "a bare no-op child started the same way", read strictly: an actor is a
+- P5a, the target's "a bare no-op child started the same way", read strictly: an actor is a
   child forked by the warm zygote, so the reference is a child forked by a warm
   mini-zygote (``minizygote``: started as the zygote is, ``python -P -c`` with the same
   environment, the child's socket passed over ``SCM_RIGHTS``) that writes "OK" and exits.
@@ -40,8 +40,9 @@ import msgspec
 import psutil
 
 from replay_actor import ReplayProvider, acquire
-from replay_actor._actor import ActorConfig, owner_identity
-from replay_actor._ceilings import DEFAULT_CEILINGS
+from replay_actor.fixture import DEFAULT_CEILINGS
+from replay_actor.replay.procs import identity as owner_identity
+from replay_actor.replay.protocol import ActorConfig
 
 from .minizygote import MiniZygote
 from .procs import Owner, bare_child_ready, child_env, start_worker, stop, wait_exit
@@ -190,7 +191,7 @@ def run_acquire(cfg: Config) -> list[Row]:
             id="P5a",
             what=(
                 "acquire -> ready, 1k-entry fixture, after the first acquisition (its"
-                " zygote holds that fixture only); SPEC's floor read strictly"
+                " zygote holds that fixture only); the floor read strictly"
             ),
             unit="ms",
             ours=ours,

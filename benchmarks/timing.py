@@ -57,7 +57,7 @@ def percentile(samples: Sequence[float], pct: float) -> float:
 
 @dataclass
 class Row:
-    """One line of the table: a target of SPEC §7 and what this run measured for it.
+    """One line of the table: a target (docs/benchmarks.md) and what this run measured for it.
 
     ``ratio`` is defined per row (``ratio_means``) so that the target reads naturally:
     ``<=`` rows want it small (ours / floor), ``>=`` rows want it large (a speed-up or

@@ -1,6 +1,6 @@
 """The workload every benchmark shares: the realistic request, fixtures and cassettes.
 
-The realistic request (SPEC §7) is a system prompt, 20 messages of ~500 characters and
+The realistic request (docs/benchmarks.md) is a system prompt, 20 messages of ~500 characters and
 5 tools with JSON-schema parameters, with generation parameters including a float
 temperature: about 17 KB canonical. Text is pseudo-random but seeded, so every run (and
 every process of a run) builds the same bytes.
@@ -21,8 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Final
 
-from replay_actor import request_hash
-from replay_actor._fixture import entry_line
+from replay_actor import entry_line, request_hash
 
 __all__ = [
     "CHAT_URL",

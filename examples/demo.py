@@ -30,8 +30,7 @@ from typing import Any, Final
 
 import msgspec
 
-from replay_actor import ReplayError, ReplayProvider, Supervisor, request_hash
-from replay_actor._fixture import entry_line
+from replay_actor import ReplayError, ReplayProvider, Supervisor, entry_line, request_hash
 
 HERE: Final = Path(__file__).resolve().parent
 ROOT: Final = HERE.parent

@@ -3,8 +3,8 @@
 The public API is re-exported here; everything else lives in private ``_modules`` and
 may change without notice. ``tests/test_exported_members.py`` pins ``__all__``.
 
-Names are resolved on first use (PEP 562 ``__getattr__``): the cursor actor imports
-``replay_actor._actor``, which runs this file first, and must not pay for the live
+Names are resolved on first use (PEP 562 ``__getattr__``): the zygote imports
+``replay_actor.replay.zygote``, which runs this file first, and must not pay for the live
 adapter, the manifest parser or asyncio, which it never uses. ``from replay_actor
 import X`` and type checkers see no difference.
 """
@@ -16,23 +16,27 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._canonical import canonical_json
-    from ._ceilings import Ceilings
     from ._errors import (
         ActorLost,
         FixtureError,
+        InspectionPathError,
+        InvalidArgument,
         LiveProviderError,
         ManifestError,
+        OwnerNotAlive,
         ProviderClosed,
+        RecordingError,
+        RecordingLocked,
         ReplayError,
         ReplayMiss,
         RequestError,
         SequenceExhausted,
+        TooManyActors,
     )
-    from ._fixture import FixtureSet, load_fixture
-    from ._manifest import open_provider
-    from ._provider import ReplayProvider, acquire
+    from ._interface import Provider
     from ._request import Message, Request, Tool, ToolCall, request_hash
-    from ._supervisor import Supervisor
+    from .adapters.base import Adapter
+    from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
     from .integrations.sdk import (
         anthropic_client,
         async_anthropic_client,
@@ -40,33 +44,45 @@ if TYPE_CHECKING:
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
+    from .manifest import open_provider
+    from .replay.handle import ReplayProvider, acquire
+    from .replay.supervisor import Supervisor
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # Where each public name lives.
 _LOCATIONS: dict[str, str] = {
     "canonical_json": "_canonical",
-    "Ceilings": "_ceilings",
     "ActorLost": "_errors",
     "FixtureError": "_errors",
+    "InspectionPathError": "_errors",
+    "InvalidArgument": "_errors",
     "LiveProviderError": "_errors",
     "ManifestError": "_errors",
+    "OwnerNotAlive": "_errors",
     "ProviderClosed": "_errors",
+    "RecordingError": "_errors",
+    "RecordingLocked": "_errors",
     "ReplayError": "_errors",
     "ReplayMiss": "_errors",
     "RequestError": "_errors",
     "SequenceExhausted": "_errors",
-    "FixtureSet": "_fixture",
-    "load_fixture": "_fixture",
-    "open_provider": "_manifest",
-    "ReplayProvider": "_provider",
-    "acquire": "_provider",
+    "TooManyActors": "_errors",
+    "Provider": "_interface",
     "Message": "_request",
     "Request": "_request",
     "Tool": "_request",
     "ToolCall": "_request",
     "request_hash": "_request",
-    "Supervisor": "_supervisor",
+    "Adapter": "adapters.base",
+    "Ceilings": "fixture._ceilings",
+    "FixtureSet": "fixture._table",
+    "entry_line": "fixture._format",
+    "load_fixture": "fixture._parse",
+    "open_provider": "manifest",
+    "ReplayProvider": "replay.handle",
+    "acquire": "replay.handle",
+    "Supervisor": "replay.supervisor",
     "anthropic_client": "integrations.sdk",
     "async_anthropic_client": "integrations.sdk",
     "async_openai_client": "integrations.sdk",
@@ -77,14 +93,21 @@ _LOCATIONS: dict[str, str] = {
 
 __all__ = [
     "ActorLost",
+    "Adapter",
     "AsyncProviderTransport",
     "Ceilings",
     "FixtureError",
     "FixtureSet",
+    "InspectionPathError",
+    "InvalidArgument",
     "LiveProviderError",
     "ManifestError",
     "Message",
+    "OwnerNotAlive",
+    "Provider",
     "ProviderClosed",
+    "RecordingError",
+    "RecordingLocked",
     "ProviderTransport",
     "ReplayError",
     "ReplayMiss",
@@ -93,6 +116,7 @@ __all__ = [
     "RequestError",
     "SequenceExhausted",
     "Supervisor",
+    "TooManyActors",
     "Tool",
     "ToolCall",
     "__version__",
@@ -101,6 +125,7 @@ __all__ = [
     "async_anthropic_client",
     "async_openai_client",
     "canonical_json",
+    "entry_line",
     "load_fixture",
     "open_provider",
     "openai_client",

@@ -3,14 +3,20 @@
 ::
 
     ReplayError                      base: catch this to catch everything below
+    ├── InvalidArgument (ValueError) a bad argument value (a timeout, a ceiling, a limit)
     ├── FixtureError                 a fixture was rejected (.reason, .line)
     ├── RequestError (ValueError)    the request is not a valid provider-neutral request
     ├── ReplayMiss                   no fixture entry matches the request (.request_hash)
     ├── SequenceExhausted            every element of the entry's sequence was served
     ├── ProviderClosed               closed by you: release() was called on this handle
     ├── ActorLost                    broken from outside: the cursor actor died or hung
+    ├── OwnerNotAlive                acquiring for an owner process that is not alive
+    ├── TooManyActors                a Supervisor's max_actors is reached
+    ├── InspectionPathError          the inspection record path cannot be used
     ├── ManifestError                the manifest is invalid (.key names the offending key)
-    └── LiveProviderError            the live model endpoint failed (.status, if any)
+    ├── LiveProviderError            the live model endpoint failed (.status, if any)
+    └── RecordingError               record mode cannot keep an answer or recover a journal
+        └── RecordingLocked          another recorder holds the fixture's lock
 
 ``ProviderClosed`` and ``ActorLost`` are deliberately distinct, as trio separates a
 resource closed by its owner from one broken from outside: the first is a bug in the
@@ -30,17 +36,23 @@ __all__ = [
     "FIXTURE_REASONS",
     "ActorLost",
     "FixtureError",
+    "InspectionPathError",
+    "InvalidArgument",
     "LiveProviderError",
     "ManifestError",
+    "OwnerNotAlive",
     "ProviderClosed",
+    "RecordingError",
+    "RecordingLocked",
     "ReplayError",
     "ReplayMiss",
     "RequestError",
     "SequenceExhausted",
+    "TooManyActors",
 ]
 
 #: Every reason code a fixture rejection can carry, in priority order: when one line
-#: breaks several rules, the first of these is reported (SPEC §1).
+#: breaks several rules, the first of these is reported (docs/fixture-format.md).
 FIXTURE_REASONS: Final[tuple[str, ...]] = (
     "file_missing",
     "file_unreadable",
@@ -72,6 +84,11 @@ _REASON_SET: Final = frozenset(FIXTURE_REASONS)
 
 class ReplayError(Exception):
     """Base class of every error replay-actor raises."""
+
+
+class InvalidArgument(ReplayError, ValueError):
+    """An argument's value is out of its domain (a timeout that is not a positive
+    finite number, a ceiling out of range, ``max_actors`` below one)."""
 
 
 class FixtureError(ReplayError):
@@ -107,7 +124,7 @@ class FixtureError(ReplayError):
 
 
 class RequestError(ReplayError, ValueError):
-    """The request is not a valid provider-neutral request (SPEC §2).
+    """The request is not a valid provider-neutral request (docs/fixture-format.md).
 
     The message says what is wrong and where (a JSON path such as
     ``$.messages[0].role``); it never contains a request hash.
@@ -162,6 +179,19 @@ class ActorLost(ReplayError):
     """
 
 
+class OwnerNotAlive(ReplayError):
+    """``acquire`` was asked to watch an owner process that is not alive (or a zombie)."""
+
+
+class TooManyActors(ReplayError):
+    """A ``Supervisor`` already runs ``max_actors`` acquisitions: release one first."""
+
+
+class InspectionPathError(ReplayError):
+    """The inspection record path cannot be used (a symbolic link, not a regular file,
+    or not writable); the message names the problem, not the file's content."""
+
+
 class ManifestError(ReplayError):
     """The manifest is invalid; ``key`` names the offending key (dotted), if any."""
 
@@ -190,3 +220,12 @@ class LiveProviderError(ReplayError):
 
     def __reduce__(self) -> tuple[type[LiveProviderError], tuple[str, int | None]]:
         return (LiveProviderError, (str(self), self.status))
+
+
+class RecordingError(ReplayError):
+    """Record mode cannot keep a live answer, or cannot recover its journal; the message
+    says what to do (nothing was written that would leave the fixture invalid)."""
+
+
+class RecordingLocked(RecordingError):
+    """Another recorder (this process or another) holds the fixture's lock."""

@@ -1,4 +1,4 @@
-"""The provider-neutral request, its validation, normalisation and hash (SPEC §2).
+"""The provider-neutral request, its validation, normalisation and hash (docs/request.md).
 
 A request is what the workflow builds before any vendor adapter sees it. It arrives as a
 ``Request`` Struct or a plain mapping of the same shape; both go through one path:

@@ -1,4 +1,4 @@
-"""The ``replay-actor`` CLI (SPEC §6): every command, every exit code, the boundaries.
+"""The ``replay-actor`` CLI (docs/cli.md): every command, every exit code, the boundaries.
 
 Most tests call ``main([...])`` in-process and read the exit code and captured output;
 a few run ``python -m replay_actor`` as a real subprocess to prove the entry point.
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 import replay_actor
-from replay_actor._cli import main
-from replay_actor._fixture import entry_line, load_fixture
+from replay_actor import entry_line, load_fixture
 from replay_actor._request import canonical_request, request_hash
+from replay_actor.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

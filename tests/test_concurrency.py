@@ -10,15 +10,17 @@ import threading
 from collections import Counter
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from replay_actor import ReplayError, SequenceExhausted, acquire, request_hash
-from replay_actor._fixture import entry_line
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
+from replay_actor import (
+    ReplayError,
+    ReplayProvider,
+    SequenceExhausted,
+    acquire,
+    entry_line,
+    request_hash,
+)
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(90)]
 
@@ -35,7 +37,7 @@ def fixture_path(tmp_path: Path) -> Path:
     return path
 
 
-def drain(provider: Any, attempts: int) -> tuple[list[int], int]:
+def drain(provider: ReplayProvider, attempts: int) -> tuple[list[int], int]:
     got: list[int] = []
     exhausted = 0
     for _ in range(attempts):
@@ -93,7 +95,7 @@ def test_four_hundred_asyncio_tasks(fixture_path: Path) -> None:
     assert exhausted == 1200 - SIZE
 
 
-def _child(provider: Any, out: Connection) -> None:
+def _child(provider: ReplayProvider, out: Connection) -> None:
     out.send(drain(provider, 300))
     out.close()
     provider.release()

@@ -18,11 +18,8 @@ from typing import Any
 
 import pytest
 
-from replay_actor import ActorLost, Supervisor, acquire, request_hash
-from replay_actor._fixture import entry_line
-from tests.procs import no_leaks, wait_gone
-
-__all__ = ["no_leaks"]
+from replay_actor import ActorLost, ReplayProvider, Supervisor, acquire, entry_line, request_hash
+from tests.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(90)]
 
@@ -226,7 +223,7 @@ def test_no_call_blocks_when_the_actor_is_stopped(fixture_path: Path) -> None:
         provider.release()
 
 
-def _call(provider: Any) -> Any:
+def _call(provider: ReplayProvider) -> Any:
     try:
         return provider.complete(HELLO)
     except ActorLost as exc:

@@ -101,7 +101,7 @@ def test_demo_shows_both_snapshots(demo: tuple[subprocess.CompletedProcess[str],
 def test_demo_leaves_no_process(demo: tuple[subprocess.CompletedProcess[str], str]) -> None:
     _, token = demo
     leftovers = _marked(token)
-    actors = [p for p in leftovers if "replay_actor._actor" in " ".join(p.cmdline())]
+    actors = [p for p in leftovers if "replay_actor.replay" in " ".join(p.cmdline())]
     assert actors == []
     assert leftovers == []
 

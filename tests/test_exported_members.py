@@ -6,14 +6,21 @@ import replay_actor
 
 EXPECTED = {
     "ActorLost",
+    "Adapter",
     "AsyncProviderTransport",
     "Ceilings",
     "FixtureError",
     "FixtureSet",
+    "InspectionPathError",
+    "InvalidArgument",
     "LiveProviderError",
     "ManifestError",
     "Message",
+    "OwnerNotAlive",
+    "Provider",
     "ProviderClosed",
+    "RecordingError",
+    "RecordingLocked",
     "ProviderTransport",
     "ReplayError",
     "ReplayMiss",
@@ -22,6 +29,7 @@ EXPECTED = {
     "RequestError",
     "SequenceExhausted",
     "Supervisor",
+    "TooManyActors",
     "Tool",
     "ToolCall",
     "__version__",
@@ -30,6 +38,7 @@ EXPECTED = {
     "async_anthropic_client",
     "async_openai_client",
     "canonical_json",
+    "entry_line",
     "load_fixture",
     "open_provider",
     "openai_client",
@@ -53,13 +62,19 @@ def test_exception_tree() -> None:
     from replay_actor import (
         ActorLost,
         FixtureError,
+        InspectionPathError,
+        InvalidArgument,
         LiveProviderError,
         ManifestError,
+        OwnerNotAlive,
         ProviderClosed,
+        RecordingError,
+        RecordingLocked,
         ReplayError,
         ReplayMiss,
         RequestError,
         SequenceExhausted,
+        TooManyActors,
     )
 
     for exc in (
@@ -71,9 +86,16 @@ def test_exception_tree() -> None:
         ActorLost,
         ManifestError,
         LiveProviderError,
+        InvalidArgument,
+        OwnerNotAlive,
+        TooManyActors,
+        InspectionPathError,
+        RecordingError,
     ):
         assert issubclass(exc, ReplayError)
+    assert issubclass(RecordingLocked, RecordingError)
     assert issubclass(RequestError, ValueError)
+    assert issubclass(InvalidArgument, ValueError)
     assert not issubclass(ProviderClosed, ActorLost)
     assert not issubclass(ActorLost, ProviderClosed)
 

@@ -1,4 +1,4 @@
-"""The fixture loader (SPEC §1): every reason code, priorities, files, the set hash,
+"""The fixture loader (docs/fixture-format.md): every reason code, priorities, files, the set hash,
 the snapshot, and the boundary (no byte of a rejected line crosses it)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import msgspec
 import pytest
 import rfc8785
 
-from replay_actor import Ceilings, FixtureError, load_fixture
+from replay_actor import Ceilings, FixtureError, entry_line, load_fixture
 from replay_actor._errors import FIXTURE_REASONS
-from replay_actor._fixture import entry_line, iter_rejections, parse_fixture
+from replay_actor.fixture import iter_rejections, parse_fixture
 
 H1 = "sha256:" + "1" * 64
 H2 = "sha256:" + "2" * 64
@@ -407,7 +407,7 @@ def test_no_byte_of_a_rejected_line_crosses(
 
 
 def iter_rejections_bytes(data: bytes, ceilings: Ceilings) -> list[tuple[str, int | None]]:
-    from replay_actor._fixture import _Parser
+    from replay_actor.fixture._parse import _Parser
 
     found: list[tuple[str, int | None]] = []
 

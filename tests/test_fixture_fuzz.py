@@ -6,9 +6,10 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay_actor import Ceilings, FixtureError
+from replay_actor import Ceilings, FixtureError, entry_line
 from replay_actor._errors import FIXTURE_REASONS
-from replay_actor._fixture import _Parser, entry_line, parse_fixture
+from replay_actor.fixture import parse_fixture
+from replay_actor.fixture._parse import _Parser
 
 H = "sha256:" + "b" * 64
 VALID = [

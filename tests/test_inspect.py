@@ -43,12 +43,9 @@ from inspect_ai.tool import ToolCall, ToolCallError, ToolFunction, ToolInfo, Too
 from inspect_ai.util import JSONSchema
 
 from replay_actor import ManifestError, load_fixture, request_hash
-from replay_actor._fixture import entry_line
+from replay_actor.fixture import entry_line
 from replay_actor.integrations.inspect_ai import ReplayModelAPI, to_output, to_request
-from tests.chat_server import ChatServer, chat
-from tests.procs import no_leaks
-
-__all__ = ["chat", "no_leaks"]
+from tests.chat_server import ChatServer
 
 ROOT = Path(__file__).resolve().parent.parent
 MISS = "no replay fixture matches this request"

@@ -15,10 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
-
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ["docs/inspect.md", "docs/pydantic-ai.md", "docs/pytest.md"]
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```$", re.MULTILINE | re.DOTALL)

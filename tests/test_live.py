@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 
 from replay_actor import LiveProviderError, ManifestError, ProviderClosed, RequestError
-from replay_actor._live import ADAPTER_GROUP, Adapter, LiveProvider, load_adapter_factory
-from replay_actor._manifest import open_provider
-from replay_actor._openai import OpenAIAdapter
-from tests.chat_server import ChatServer, chat
-
-__all__ = ["chat"]
+from replay_actor.adapters.base import ADAPTER_GROUP, Adapter, load_adapter_factory
+from replay_actor.adapters.live import LiveProvider
+from replay_actor.adapters.openai import OpenAIAdapter
+from replay_actor.manifest import open_provider
+from tests.chat_server import ChatServer
 
 SECRET_KEY = "sk-test-SECRET-5f2c9a71e0d4"
 SECRET_PROMPT = "my confidential prompt about project NIGHTJAR"
@@ -487,8 +486,8 @@ def test_broken_entry_point_is_a_manifest_error(
     assert caught.value.key == "provider.adapter"
 
 
-def test_missing_httpx_is_a_clear_manifest_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "httpx", None)
+def test_missing_httpx2_is_a_clear_manifest_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "httpx2", None)
     with pytest.raises(ManifestError, match=r"replay-actor\[live\]") as caught:
         open_provider({"provider": {"kind": "live", "adapter": "openai", "model": "m"}})
     assert caught.value.key == "provider.adapter"
@@ -505,14 +504,14 @@ def test_missing_httpx_is_a_clear_manifest_error(monkeypatch: pytest.MonkeyPatch
     ],
 )
 def test_retry_after_is_honoured_within_the_cap(headers: dict[str, str], expected: float) -> None:
-    import httpx
+    import httpx2
 
     adapter = OpenAIAdapter({"model": "m", "retry_max_wait": 5.0, "retry_backoff": 100.0})
     try:
-        response = httpx.Response(429, headers=headers)
+        response = httpx2.Response(429, headers=headers)
         assert adapter._delay(0, response) == pytest.approx(expected)
         # Without the header: exponential backoff, jittered, under the same cap.
-        assert adapter._delay(3, httpx.Response(503)) == 5.0
+        assert adapter._delay(3, httpx2.Response(503)) == 5.0
     finally:
         adapter.close()
 

@@ -15,12 +15,8 @@ from typing import Any
 import pytest
 
 import replay_actor
-from replay_actor import ManifestError, ReplayMiss, open_provider, request_hash
-from replay_actor._fixture import entry_line
-from replay_actor._live import LiveProvider
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
+from replay_actor import ManifestError, ReplayMiss, entry_line, open_provider, request_hash
+from replay_actor.adapters.live import LiveProvider
 
 SECRET_KEY = "sk-live-DO-NOT-PRINT-91b7"
 

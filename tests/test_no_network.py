@@ -17,11 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from replay_actor import request_hash
-from replay_actor._fixture import entry_line
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
+from replay_actor import entry_line, request_hash
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

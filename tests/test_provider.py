@@ -1,4 +1,7 @@
-"""The replay provider: semantics, diagnostics, privacy, lifecycle (SPEC §3, §4)."""
+"""The replay provider: semantics, diagnostics, privacy, lifecycle.
+
+The rules: docs/architecture.md and docs/privacy.md.
+"""
 
 from __future__ import annotations
 
@@ -26,16 +29,15 @@ from replay_actor import (
     ProviderClosed,
     ReplayError,
     ReplayMiss,
+    ReplayProvider,
     RequestError,
     SequenceExhausted,
     Supervisor,
     acquire,
+    entry_line,
     request_hash,
 )
-from replay_actor._fixture import entry_line
-from tests.procs import is_gone, no_leaks, wait_gone
-
-__all__ = ["no_leaks"]
+from tests.procs import is_gone, wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -67,12 +69,12 @@ def provider(fixture_path: Path) -> Iterator[Any]:
         yield handle
 
 
-def test_single_response_answers_every_time(provider: Any) -> None:
+def test_single_response_answers_every_time(provider: ReplayProvider) -> None:
     assert provider.complete(req("hello")) == {"content": "frozen", "n": 1.5}
     assert provider.complete(req("hello")) == {"content": "frozen", "n": 1.5}
 
 
-def test_sequence_in_order_then_exhausted_forever(provider: Any) -> None:
+def test_sequence_in_order_then_exhausted_forever(provider: ReplayProvider) -> None:
     answers = [provider.complete(req("retry"))["content"] for _ in range(3)]
     assert answers == ["first", "second", "third"]
     digest = request_hash(req("retry"))
@@ -85,7 +87,7 @@ def test_sequence_in_order_then_exhausted_forever(provider: Any) -> None:
         assert info.value.request_hash == digest
 
 
-def test_miss_message_is_exact_and_carries_the_hash(provider: Any) -> None:
+def test_miss_message_is_exact_and_carries_the_hash(provider: ReplayProvider) -> None:
     digest = request_hash(req("nobody wrote this"))
     with pytest.raises(ReplayMiss) as info:
         provider.complete(req("nobody wrote this"))
@@ -94,20 +96,20 @@ def test_miss_message_is_exact_and_carries_the_hash(provider: Any) -> None:
     assert isinstance(info.value, ReplayError)
 
 
-def test_returned_responses_are_fresh_objects(provider: Any) -> None:
+def test_returned_responses_are_fresh_objects(provider: ReplayProvider) -> None:
     first = provider.complete(req("hello"))
     first["content"] = "mutated"
     first["extra"] = True
     assert provider.complete(req("hello")) == {"content": "frozen", "n": 1.5}
 
 
-def test_mapping_and_struct_requests_hit_the_same_entry(provider: Any) -> None:
+def test_mapping_and_struct_requests_hit_the_same_entry(provider: ReplayProvider) -> None:
     from replay_actor import Message, Request
 
     assert provider.complete(Request(messages=[Message("user", "hello")]))["content"] == "frozen"
 
 
-def test_invalid_request_raises_request_error_and_sends_nothing(provider: Any) -> None:
+def test_invalid_request_raises_request_error_and_sends_nothing(provider: ReplayProvider) -> None:
     with pytest.raises(RequestError):
         provider.complete({"messages": []})
     with pytest.raises(ValueError):
@@ -115,7 +117,9 @@ def test_invalid_request_raises_request_error_and_sends_nothing(provider: Any) -
     assert provider.snapshot()["served"] == 0
 
 
-def test_snapshot_counts_and_carries_no_payload_or_hash(provider: Any, fixture_path: Path) -> None:
+def test_snapshot_counts_and_carries_no_payload_or_hash(
+    provider: ReplayProvider, fixture_path: Path
+) -> None:
     provider.complete(req("hello"))
     with pytest.raises(ReplayMiss):
         provider.complete(req("missing"))
@@ -131,7 +135,7 @@ def test_snapshot_counts_and_carries_no_payload_or_hash(provider: Any, fixture_p
     assert str(fixture_path) not in text
 
 
-def test_inspect_lists_hashes_of_misses_and_exhaustions(provider: Any) -> None:
+def test_inspect_lists_hashes_of_misses_and_exhaustions(provider: ReplayProvider) -> None:
     with pytest.raises(ReplayMiss):
         provider.complete(req("missing"))
     with pytest.raises(ReplayMiss):
@@ -144,7 +148,7 @@ def test_inspect_lists_hashes_of_misses_and_exhaustions(provider: Any) -> None:
     assert "frozen" not in json.dumps(report)
 
 
-def drain_retry(provider: Any) -> None:
+def drain_retry(provider: ReplayProvider) -> None:
     """Ask "retry" four times: its three elements, then one exhaustion."""
     for _ in range(4):
         try:
@@ -256,7 +260,7 @@ def test_acquisitions_never_share_cursors(fixture_path: Path) -> None:
         assert two.complete(req("retry"))["content"] == "first"
 
 
-def test_copy_shares_cursors_and_release_of_copy_closes_only_it(provider: Any) -> None:
+def test_copy_shares_cursors_and_release_of_copy_closes_only_it(provider: ReplayProvider) -> None:
     copy = pickle.loads(pickle.dumps(provider))
     assert provider.complete(req("retry"))["content"] == "first"
     assert copy.complete(req("retry"))["content"] == "second"
@@ -286,7 +290,7 @@ def test_dropped_handle_warns_and_the_actor_exits(fixture_path: Path) -> None:
     assert wait_gone(actor)
 
 
-def test_killed_actor_gives_actor_lost_promptly_and_for_good(provider: Any) -> None:
+def test_killed_actor_gives_actor_lost_promptly_and_for_good(provider: ReplayProvider) -> None:
     provider.complete(req("hello"))
     os.kill(provider.actor_pid, signal.SIGKILL)
     with pytest.raises(ActorLost):

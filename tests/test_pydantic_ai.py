@@ -23,11 +23,8 @@ from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
 from replay_actor import ProviderClosed, ReplayMiss, request_hash
-from replay_actor._fixture import entry_line
+from replay_actor.fixture import entry_line
 from replay_actor.pydantic_ai import ReplayModel
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
 
 SYSTEM = {"role": "system", "content": "Answer with the tool's words."}
 ASK = {"role": "user", "content": "Weather in Paris?"}

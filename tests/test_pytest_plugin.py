@@ -11,12 +11,9 @@ from typing import Any
 import pytest
 
 from replay_actor import ManifestError, load_fixture, request_hash
-from replay_actor._fixture import entry_line
+from replay_actor.fixture import entry_line
 from replay_actor.integrations.pytest_plugin import provider_mapping
-from tests.chat_server import ChatServer, chat
-from tests.procs import no_leaks
-
-__all__ = ["chat", "no_leaks"]
+from tests.chat_server import ChatServer
 
 pytest_plugins = ["pytester"]
 

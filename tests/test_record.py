@@ -23,13 +23,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from replay_actor import ReplayError, SequenceExhausted, load_fixture, request_hash
-from replay_actor._fixture import entry_line
-from replay_actor._manifest import Provider, open_provider
-from tests.chat_server import ChatServer, chat
-from tests.procs import no_leaks
-
-__all__ = ["chat", "no_leaks"]
+from replay_actor import ReplayError, SequenceExhausted, entry_line, load_fixture, request_hash
+from replay_actor.manifest import Provider, open_provider
+from tests.chat_server import ChatServer
 
 
 def hi(text: str) -> dict[str, Any]:
@@ -314,13 +310,13 @@ def test_two_recorders_in_one_process(chat: ChatServer, tmp_path: Path) -> None:
 
 CHILD = """
 import json, os, sys, time
-from replay_actor._manifest import open_provider
-import replay_actor._record as record
+from replay_actor.manifest import open_provider
+import replay_actor.record.provider as record
 
 rec = open_provider(sys.argv[1])
 if sys.argv[2] == "journal-only":
     # Crash between the journal's fsync and the fixture's replacement, every time.
-    record._atomic_write = lambda path, data: None
+    record.atomic_write = lambda path, data: None
 answers = [rec.complete({"messages": [{"role": "user", "content": t}]}) for t in sys.argv[3:]]
 print(json.dumps(answers), flush=True)
 time.sleep(120)

@@ -1,4 +1,4 @@
-"""Request validation, normalisation and hash (SPEC §2)."""
+"""Request validation, normalisation and hash (docs/request.md)."""
 
 from __future__ import annotations
 

@@ -14,14 +14,10 @@ from typing import Any
 
 import pytest
 
-from replay_actor import Request, RequestError, acquire, load_fixture, request_hash
-from replay_actor._fixture import entry_line
-from replay_actor._manifest import open_provider
+from replay_actor import Request, RequestError, acquire, load_fixture, open_provider, request_hash
 from replay_actor._request import canonical_request
-from tests.chat_server import ChatServer, chat
-from tests.procs import no_leaks
-
-__all__ = ["chat", "no_leaks"]
+from replay_actor.fixture import entry_line
+from tests.chat_server import ChatServer
 
 HI: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
 
@@ -110,7 +106,7 @@ def test_live_provider_never_sends_scope(chat: ChatServer) -> None:
 def test_cli_hash_and_lookup_know_scope(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_leaks: None
 ) -> None:
-    from replay_actor._cli import main
+    from replay_actor.cli import main
 
     request = tmp_path / "request.json"
     request.write_text(json.dumps(scoped({"epoch": 2})))

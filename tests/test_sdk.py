@@ -655,3 +655,38 @@ def test_release_through_the_transport_is_final(conversation: dict[str, Any]) ->
     assert provider.closed
     with pytest.raises(ProviderClosed):
         provider.complete({"messages": [{"role": "user", "content": "x"}]})
+
+
+def test_httpx_transports_serve_frameworks_on_httpx(conversation: dict[str, Any]) -> None:
+    import httpx
+
+    from replay_actor.integrations.httpx_transport import (
+        AsyncHttpxProviderTransport,
+        HttpxProviderTransport,
+    )
+
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}], "max_tokens": 50}
+    provider = open_provider(conversation)
+    with httpx.Client(
+        transport=HttpxProviderTransport(provider), base_url="http://model.invalid/v1"
+    ) as client:
+        answer = client.post("/chat/completions", json=body)
+        assert answer.status_code == 200
+        assert answer.json()["choices"][0]["message"]["content"] == "Hello there!"
+        missing = client.get("/models")
+        assert missing.status_code == 404 and "GET /v1/models" in missing.text
+    assert provider.closed  # closing the client released it
+
+    async def main() -> None:
+        other = open_provider(conversation)
+        transport = AsyncHttpxProviderTransport(other, "anthropic")
+        async with httpx.AsyncClient(transport=transport, base_url="http://x.invalid") as client:
+            answer = await client.post("/v1/messages", json={**body, "stream": True})
+            assert answer.headers["content-type"].startswith("text/event-stream")
+            assert "event: message_stop" in answer.text
+            gone = await client.post("/v1/messages", json={**body, "max_tokens": 1})
+            assert gone.status_code == 404 and gone.json()["error"]["type"] == "replay_miss"
+            assert gone.headers["x-should-retry"] == "false"
+        assert other.closed
+
+    asyncio.run(main())

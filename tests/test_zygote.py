@@ -11,12 +11,9 @@ from typing import Any
 import psutil
 import pytest
 
-from replay_actor import FixtureError, acquire, request_hash
-from replay_actor._fixture import entry_line
-from replay_actor._zygote import zygote
-from tests.procs import no_leaks, wait_gone
-
-__all__ = ["no_leaks"]
+from replay_actor import FixtureError, acquire, entry_line, request_hash
+from replay_actor.replay.zygote import zygote
+from tests.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -116,7 +113,7 @@ def test_an_actor_outliving_its_acquirer_keeps_its_zygote_until_it_ends(tmp_path
         """
         import os, pickle, sys
         from replay_actor import acquire
-        from replay_actor._zygote import zygote
+        from replay_actor.replay.zygote import zygote
         p = acquire(sys.argv[1], owner_pid=int(sys.argv[2]), timeout=10)
         print(pickle.dumps(p).hex(), p.actor_pid, zygote.pid, flush=True)
         sys.stdin.readline()  # wait until the copy is connected

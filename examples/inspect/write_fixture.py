@@ -16,8 +16,8 @@ from typing import Final
 
 from inspect_ai.model import ChatMessageUser, GenerateConfig
 
-from replay_actor._fixture import entry_line
 from replay_actor._request import request_hash
+from replay_actor.fixture import entry_line
 from replay_actor.integrations.inspect_ai import to_request
 
 HERE: Final = Path(__file__).resolve().parent

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final
 
-from replay_actor._fixture import entry_line
 from replay_actor._request import request_hash
+from replay_actor.fixture import entry_line
 
 FIXTURE: Final = Path(__file__).resolve().parent / "weather.jsonl"
 

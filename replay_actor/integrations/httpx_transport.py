@@ -15,7 +15,7 @@ import httpx
 from ._serve import Answer, Api, Exchange
 
 if TYPE_CHECKING:
-    from .._manifest import Provider
+    from .._interface import Provider
 
 __all__ = ["AsyncHttpxProviderTransport", "HttpxProviderTransport"]
 

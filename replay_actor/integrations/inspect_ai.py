@@ -379,7 +379,7 @@ def _open(model_args: dict[str, Any]) -> Any:
             raise ManifestError(
                 f"unknown model arg {unknown} (with a manifest, set it there)", key=unknown
             )
-        from .._manifest import open_provider
+        from ..manifest import open_provider
 
         return open_provider(os.fspath(manifest))
     options: dict[str, Any] = {}
@@ -395,7 +395,7 @@ def _open(model_args: dict[str, Any]) -> Any:
     if args:
         unknown = sorted(args)[0]
         raise ManifestError(f"unknown model arg {unknown}", key=unknown)
-    from .._provider import acquire
+    from ..replay.handle import acquire
 
     return acquire(os.fspath(fixture), **options)
 

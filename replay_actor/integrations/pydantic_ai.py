@@ -312,7 +312,7 @@ class ReplayModel(Model):
         settings: ModelSettings | None = None,
         profile: ModelProfileSpec | None = None,
     ) -> None:
-        from .._manifest import open_provider
+        from ..manifest import open_provider
 
         if profile is None:
             profile = ModelProfile(

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import anthropic
     import openai
 
-    from .._manifest import Provider
+    from .._interface import Provider
 
 __all__ = [
     "MODES",
@@ -95,7 +95,7 @@ def provider_mapping(manifest: str | os.PathLike[str], mode: str | None) -> Mapp
     fixture and the live table), so it switches to any; a replay manifest has no live
     model to ask and a live one no fixture, so switching those raises ``ManifestError``.
     """
-    from .._manifest import _read
+    from ..manifest import _read
 
     data, base = _read(manifest)
     table = data.get("provider")
@@ -296,7 +296,7 @@ class _Counted:
 @pytest.fixture
 def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
     """This test's provider (one acquisition), from its marker or the ini option."""
-    from .._manifest import open_provider
+    from ..manifest import open_provider
 
     mapping, name = _source(request)
     provider = open_provider(mapping)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import anthropic
     import openai
 
-    from .._manifest import Provider
+    from .._interface import Provider
 
 __all__ = [
     "anthropic_client",

@@ -21,7 +21,7 @@ import httpx2
 from ._serve import Answer, Api, Exchange
 
 if TYPE_CHECKING:
-    from .._manifest import Provider
+    from .._interface import Provider
 
 __all__ = ["AsyncProviderTransport", "ProviderTransport"]
 

@@ -8,7 +8,7 @@ This module is the one place Anthropic's Messages API shapes are read or written
 - the neutral request -> a body for the live endpoint (``to_body``) and its answer -> the
   neutral response (``from_response``), for the ``anthropic`` live adapter.
 
-The neutral request is the OpenAI-like one of docs/fixture-format.md, so the same
+The neutral request is the OpenAI-like one of docs/request.md, so the same
 conversation sent through either vendor's SDK hashes alike: the top-level ``system``
 becomes the first message, ``tool_use`` blocks become an assistant's ``tool_calls`` (their
 ``input`` as RFC 8785 text), each ``tool_result`` block of a user message becomes a

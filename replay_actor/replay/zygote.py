@@ -1,5 +1,7 @@
 """The zygote: a warm, single-threaded process that forks this process's cursor actors.
 
+Runs in: the zygote (``main``, ``FixtureCache``) and the caller (``Zygote``, its handle).
+
 Starting a fresh interpreter for every acquisition costs about a hundred milliseconds of
 imports; an orchestrator acquiring for hundreds of runs should not pay it each time. So
 the first acquisition in a process starts one zygote (``python -P -c``: it never imports
@@ -41,17 +43,17 @@ from typing import Final
 
 import msgspec
 
-from ._actor import ActorConfig, serve_forked, set_process_name, trim_heap
-from ._ceilings import Ceilings
-from ._errors import ActorLost, FixtureError
-from ._fixture import FixtureSet, load_fixture
-from ._reaper import reaper
-from ._wire import set_timeouts
+from .._errors import ActorLost, FixtureError
+from ..fixture import Ceilings, FixtureSet, load_fixture
+from .actor import serve_forked, set_process_name, trim_heap
+from .protocol import ActorConfig
+from .reaper import reaper
+from .wire import set_timeouts
 
 __all__ = ["FixtureCache", "Zygote", "main", "zygote"]
 
-_BOOT: Final = "from replay_actor._zygote import main; main()"
-_PACKAGE_ROOT: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_BOOT: Final = "from replay_actor.replay.zygote import main; main()"
+_PACKAGE_ROOT: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _CACHED_FIXTURES: Final = 4
 _MAX_CONFIG: Final = 1 << 20
 

@@ -1,4 +1,6 @@
-"""The live provider, the adapter interface, and the adapter registry (SPEC §5).
+"""``LiveProvider``: a provider that asks a live model through an adapter.
+
+Runs in: the caller.
 
 A live provider validates and normalises the provider-neutral request exactly as the
 replay provider does, hands the plain normalised request to a vendor *adapter*, and
@@ -6,111 +8,23 @@ returns the adapter's neutral response::
 
     request --normalise_request--> plain neutral dict --adapter.complete--> vendor API
     neutral response {"content", "tool_calls", "finish_reason", "usage"} <--+
-
-Adapters are found by name in the entry-point group ``replay_actor.adapters``; ``openai``
-is built in, and is used even when the installed package metadata is stale (an editable
-install whose entry points were never regenerated).
-
-An adapter is a class constructed from the manifest's adapter table (every key but
-``adapter``); it validates its own keys and raises ``ManifestError`` naming the key
-*relative to that table* — the manifest loader prefixes the table's own path.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import threading
-from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any
 
 import msgspec
 
-from ._errors import ManifestError, ProviderClosed
-from ._request import RequestLike, canonical_request
+from .._errors import ProviderClosed
+from .._request import RequestLike, canonical_request
+from ..vendors._common import refuse_unfaithful
+from .base import Adapter
 
-__all__ = [
-    "ADAPTER_GROUP",
-    "Adapter",
-    "AdapterFactory",
-    "LiveProvider",
-    "load_adapter_factory",
-    "prepare_request",
-    "toml_type_name",
-]
-
-#: The entry-point group third-party adapters register under.
-ADAPTER_GROUP: Final = "replay_actor.adapters"
-
-
-def toml_type_name(value: object) -> str:
-    """A manifest value's type in TOML's words, for errors about adapter tables too."""
-    return {
-        bool: "boolean",
-        int: "integer",
-        float: "float",
-        str: "string",
-        list: "array",
-        dict: "table",
-    }.get(type(value), type(value).__name__)
-
-
-@runtime_checkable
-class Adapter(Protocol):
-    """What a vendor adapter provides.
-
-    It is constructed as ``Factory(config)``, where ``config`` is the manifest's adapter
-    table without its ``adapter`` key (so it includes ``model``). ``complete`` and
-    ``acomplete`` take the plain, normalised provider-neutral request (SPEC §2; fields
-    equal to their defaults are absent) and return the neutral response
-    ``{"content": str | None, "tool_calls": [{"id", "name", "arguments"}],
-    "finish_reason": str | None, "usage": dict | None}``. Failures of the endpoint raise
-    ``LiveProviderError``; its message must never contain the API key or the prompt.
-    ``close``/``aclose`` free connections; both are idempotent.
-    """
-
-    def complete(self, request: dict[str, Any]) -> dict[str, Any]: ...
-
-    async def acomplete(self, request: dict[str, Any]) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
-#: A class (or any callable) building an adapter from its manifest table.
-AdapterFactory = Callable[[Mapping[str, Any]], Adapter]
-
-
-def _builtin(name: str) -> AdapterFactory | None:
-    if name == "openai":
-        from ._openai import OpenAIAdapter
-
-        return OpenAIAdapter
-    return None
-
-
-def load_adapter_factory(name: str) -> AdapterFactory:
-    """The adapter factory registered as ``name``; ``ManifestError`` (key ``adapter``)
-    if there is none or it cannot be imported."""
-    found = [ep for ep in importlib.metadata.entry_points(group=ADAPTER_GROUP) if ep.name == name]
-    problem = ""
-    if found:
-        try:
-            factory: AdapterFactory = found[0].load()
-        except Exception as exc:
-            problem = f"adapter {name!r} could not be loaded ({type(exc).__name__})"
-        else:
-            return factory
-    builtin = _builtin(name)
-    if builtin is not None:
-        return builtin
-    if not problem:
-        known = sorted({ep.name for ep in importlib.metadata.entry_points(group=ADAPTER_GROUP)})
-        known = sorted({*known, "openai"})
-        problem = f"unknown adapter {name!r} (known: {', '.join(known)})"
-    raise ManifestError(problem, key="adapter")
+__all__ = ["LiveProvider", "prepare_request"]
 
 
 def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any]]:
@@ -133,12 +47,22 @@ def _for_model(plain: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in plain.items() if key != "scope"}
 
 
+def _refuse(plain: dict[str, Any]) -> None:
+    """``RequestError`` naming a parameter the neutral response cannot hold (``n`` other
+    than 1, ``logprobs``, ``stream``, audio or other output modalities), before anything
+    is sent: a live answer to it, or a recording of it, would silently drop what was
+    asked (docs/manifest.md, "Live adapters")."""
+    params = plain.get("params")
+    if params:
+        refuse_unfaithful(params, "params.", stream=True)
+
+
 class LiveProvider:
     """A provider that asks a live model through an adapter.
 
     Same interface as the replay provider: ``complete``, ``acomplete``, ``snapshot``,
     ``release`` (idempotent), context manager, ``closed``. Thread-safe as far as the
-    adapter is (the built-in one is: httpx clients are).
+    adapter is (the built-in ones are: httpx2 clients are).
     """
 
     def __init__(self, adapter: Adapter, *, adapter_name: str, model: str) -> None:
@@ -166,6 +90,7 @@ class LiveProvider:
 
     def complete_plain(self, plain: dict[str, Any]) -> dict[str, Any]:
         """Send an already-normalised request (the recorder uses this)."""
+        _refuse(plain)
         self._begin()
         try:
             return self._adapter.complete(_for_model(plain))
@@ -175,6 +100,7 @@ class LiveProvider:
 
     async def acomplete_plain(self, plain: dict[str, Any]) -> dict[str, Any]:
         """The async form of :meth:`complete_plain`."""
+        _refuse(plain)
         self._begin()
         try:
             return await self._adapter.acomplete(_for_model(plain))

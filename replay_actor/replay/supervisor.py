@@ -1,9 +1,12 @@
 """``Supervisor``: an orchestrator's registry of the acquisitions it made.
 
+Runs in: the caller.
+
 It bounds how many actors run at once, lists the live ones with their safe snapshots,
-and shuts them all down. Reaping needs no call: every actor is watched by the
-process-wide reaper (``_reaper``), so a long-lived orchestrator accumulates no zombies
-even when a run crashes and its provider is never released.
+and shuts them all down. Reaping needs no call: actors are the zygote's children, which
+the kernel reaps, and the zygote is reaped by the process-wide reaper (``reaper.py``),
+so a long-lived orchestrator accumulates no zombies even when a run crashes and its
+provider is never released.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import os
 import threading
 from typing import Any
 
-from ._ceilings import Ceilings
-from ._errors import ActorLost, ProviderClosed, ReplayError
-from ._provider import ReplayProvider, acquire
+from .._errors import ActorLost, InvalidArgument, ProviderClosed, TooManyActors
+from ..fixture import Ceilings
+from .handle import ReplayProvider, acquire
 
 __all__ = ["Supervisor"]
 
@@ -24,7 +27,7 @@ class Supervisor:
 
     def __init__(self, max_actors: int | None = None) -> None:
         if max_actors is not None and (type(max_actors) is not int or max_actors < 1):
-            raise ValueError("max_actors must be a positive int or None")
+            raise InvalidArgument("max_actors must be a positive int or None")
         self._max = max_actors
         self._lock = threading.Lock()
         self._providers: list[ReplayProvider] = []
@@ -50,12 +53,13 @@ class Supervisor:
         inspection_path: str | os.PathLike[str] | None = None,
         timeout: float = 30.0,
     ) -> ReplayProvider:
-        """As ``replay_actor.acquire``; raises ``ReplayError`` past ``max_actors``."""
+        """As ``replay_actor.acquire``; raises ``TooManyActors`` past ``max_actors`` and
+        ``ProviderClosed`` after ``shutdown``."""
         with self._lock:
             if self._closed:
-                raise ReplayError("this supervisor was shut down")
+                raise ProviderClosed("this supervisor was shut down")
             if self._max is not None and len(self._live()) >= self._max:
-                raise ReplayError(f"max_actors ({self._max}) reached: release one first")
+                raise TooManyActors(f"max_actors ({self._max}) reached: release one first")
             provider = acquire(
                 fixture,
                 owner_pid=owner_pid,

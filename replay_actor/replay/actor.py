@@ -1,15 +1,17 @@
 """The cursor actor: the one process per acquisition that owns the sequence cursors.
 
+Runs in: the actor (forked by the zygote, ``zygote.py``).
+
 ::
 
-    acquirer                                   actor (this module, forked by ``_zygote``)
+    acquirer                                   actor (this module)
     --------                                   -----------------------------------------
     socketpair ---- config, via the zygote --->  load + validate the fixture (or reuse
                                                  the zygote's parse of the same file)
                <--- READY (listener address) -   listen on an abstract AF_UNIX socket
     copies ------- connect (same uid only) ---->  one Channel per handle copy
-    handle ------- b"C" + request hash -------->  cursor[hash] += 1  (the only mutable state)
-           <------ b"R" + response bytes ------   or b"M" miss / b"X" exhausted
+    handle ------- COMPLETE + request hash ---->  Cursors.take(hash) (the only mutable state)
+           <------ RESPONSE + bytes -----------   or MISS / EXHAUSTED
                                                watches: owner pidfd (psutil identity
                                                confirmed), every connection's EOF
 
@@ -18,21 +20,8 @@ the listener and the owner's pidfd together, so an idle actor sleeps in the kern
 the owner's death is an event, not a poll. It exits when the acquisition is released,
 when the owner dies, or when the last connection closes. It never opens an internet
 socket, never forks, and never imports the caller's ``__main__`` (its zygote is started
-as ``python -P -c``, not through multiprocessing's spawn preparation).
-
-Wire format (``_wire.Channel`` framing, one request -> one reply):
-
-=========  ====================================  ========================================
-request    meaning                               reply
-=========  ====================================  ========================================
-``C``+hash  complete                             ``R``+response, ``M`` miss, ``X`` exhausted
-``S``       safe snapshot + counters             ``J``+JSON
-``I``       private inspection                   ``J``+JSON
-``Q``       release this channel                 ``K`` (from the acquirer: ends everything)
-=========  ====================================  ========================================
-
-After the acquirer releases, every other channel receives an unsolicited ``Z`` before
-the actor exits, so their next call reports ``ProviderClosed`` rather than ``ActorLost``.
+as ``python -P -c``, not through multiprocessing's spawn preparation). The frames are
+``protocol.py``'s; the table of them is in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -45,57 +34,21 @@ import sys
 import time
 from typing import Any, Final, NoReturn
 
-import msgspec
-import psutil
+from .._errors import FixtureError, InspectionPathError
+from ..fixture import MISS, Ceilings, Cursors, FixtureSet, Outcome, load_fixture
+from . import protocol
+from .inspection import InspectionRecord, open_inspection_record
+from .procs import identity, open_pidfd
+from .protocol import ActorConfig
+from .wire import Channel, set_timeouts
 
-from ._ceilings import Ceilings
-from ._errors import FixtureError, ReplayError
-from ._fixture import FixtureSet, load_fixture
-from ._inspection import InspectionRecord, open_inspection_record
-from ._wire import Channel, set_timeouts
+__all__ = ["Actor", "serve", "serve_forked", "set_process_name", "trim_heap"]
 
-__all__ = [
-    "READY",
-    "ActorConfig",
-    "owner_identity",
-    "serve",
-    "serve_forked",
-    "set_process_name",
-    "trim_heap",
-]
-
-READY: Final = b"OK"
-_FIXTURE_REJECTED: Final = b"FE"
-_FAILED: Final = b"ER"
-_encode = msgspec.json.Encoder().encode
 #: Without pidfd the owner is polled at this interval (seconds); see docs/architecture.md.
 POLL_INTERVAL: Final = 0.25
 _PR_SET_NAME: Final = 15
 #: How long the actor waits for the rest of a frame a peer started, in seconds.
 _PEER_TIMEOUT: Final = 2.0
-
-
-class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
-    """What the acquirer sends first over the bootstrap channel."""
-
-    fixture: str
-    owner_pid: int
-    owner_create_time: float
-    private: bool
-    ceilings: dict[str, int]
-    inspection_path: str | None
-    owner_watch: str = "pidfd"
-
-
-def owner_identity(pid: int) -> float | None:
-    """The create time identifying a live process, or None if it is dead or a zombie."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        return proc.create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        return None
 
 
 class _OwnerWatch:
@@ -105,20 +58,18 @@ class _OwnerWatch:
         self.pid = pid
         self.create_time = create_time
         self.fd: int | None = None
-        if mode == "pidfd" and hasattr(os, "pidfd_open"):
+        if mode == "pidfd":
             try:
-                self.fd = os.pidfd_open(pid)
+                self.fd = open_pidfd(pid)  # None where refused: poll instead
             except ProcessLookupError:
                 self.dead = True
                 return
-            except OSError:
-                self.fd = None  # refused here (old kernel, seccomp): poll instead
         # Open the pidfd first, then confirm identity: a PID recycled before the open
         # would otherwise be watched in the owner's place.
-        self.dead = owner_identity(pid) != create_time
+        self.dead = identity(pid) != create_time
 
     def poll_dead(self) -> bool:
-        self.dead = self.dead or owner_identity(self.pid) != self.create_time
+        self.dead = self.dead or identity(self.pid) != self.create_time
         return self.dead
 
     def close(self) -> None:
@@ -128,7 +79,11 @@ class _OwnerWatch:
 
 
 class Actor:
-    """The state one acquisition's actor owns: the table, the cursors and the counters."""
+    """One acquisition's state: its cursors over the fixture and its inspection record.
+
+    ``complete`` returns a domain outcome (response bytes, ``MISS`` or ``EXHAUSTED``);
+    turning it into a frame is ``protocol``'s job.
+    """
 
     def __init__(self, config: ActorConfig, cached: FixtureSet | None = None) -> None:
         self.private = config.private
@@ -136,62 +91,32 @@ class Actor:
         if fixture is None:
             fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
             trim_heap()
-        self.fixture = fixture
         self.snapshot_base = fixture.snapshot()
-        self.cursors: dict[str, int] = {}
-        self.misses: dict[str, int] = {}
-        self.exhausted: dict[str, int] = {}
-        self.asked: set[str] = set()
-        self.calls = 0
-        self.served = 0
-        self.miss_count = 0
-        self.exhausted_count = 0
+        self.cursors = Cursors(fixture)
         self.record: InspectionRecord | None = None
         if config.inspection_path is not None:
             self.record = open_inspection_record(config.inspection_path)
 
-    def complete(self, request_hash: str) -> bytes:
-        self.calls += 1
-        stored = self.fixture.stored(request_hash)
-        if stored is None:
-            self.miss_count += 1
-            self.misses[request_hash] = self.misses.get(request_hash, 0) + 1
-            self._record("miss", request_hash)
-            return b"M"
-        self.asked.add(request_hash)
-        if isinstance(stored, bytes):
-            self.served += 1
-            return b"R" + stored
-        index = self.cursors.get(request_hash, 0)
-        if index >= len(stored):
-            self.exhausted_count += 1
-            self.exhausted[request_hash] = len(stored)
-            self._record("exhausted", request_hash)
-            return b"X"
-        self.cursors[request_hash] = index + 1
-        self.served += 1
-        return b"R" + stored[index]
+    def complete(self, request_hash: str) -> bytes | Outcome:
+        outcome = self.cursors.take(request_hash)
+        if type(outcome) is not bytes and self.record is not None:
+            self._record("miss" if outcome is MISS else "exhausted", request_hash)
+        return outcome
 
     def _record(self, event: Any, request_hash: str) -> None:
-        if self.record is not None:
-            try:
-                self.record.append(event, request_hash, self.calls)
-            except OSError:
-                pass  # a full disk must not turn a miss into a crash of the actor
+        assert self.record is not None
+        try:
+            self.record.append(event, request_hash, self.cursors.calls)
+        except OSError:
+            pass  # a full disk must not turn a miss into a crash of the actor
 
     def snapshot(self) -> dict[str, Any]:
         snap = dict(self.snapshot_base)
-        snap.update(served=self.served, misses=self.miss_count, exhausted=self.exhausted_count)
+        snap.update(self.cursors.counters())
         return snap
 
     def inspect(self) -> dict[str, Any]:
-        return {
-            "misses": [{"request_hash": h, "count": n} for h, n in sorted(self.misses.items())],
-            "exhausted": [
-                {"request_hash": h, "served": n} for h, n in sorted(self.exhausted.items())
-            ],
-            "unused_entries": len(self.fixture) - len(self.asked),
-        }
+        return self.cursors.inspect()
 
     def close(self) -> None:
         if self.record is not None:
@@ -227,20 +152,20 @@ def serve(primary: Channel, config: ActorConfig, cached: FixtureSet | None = Non
     """Run one acquisition's actor on its bootstrap channel until it ends."""
     watch = _OwnerWatch(config.owner_pid, config.owner_create_time, config.owner_watch)
     if watch.dead:
-        primary.send(_FAILED + b"the owner process is not alive")
+        primary.send(protocol.failed("owner", "the owner process is not alive"))
         return
     failure: bytes | None = None
     try:
         actor = Actor(config, cached)
     except FixtureError as exc:
-        failure = _FIXTURE_REJECTED + _encode([exc.reason, exc.line])
-    except ReplayError as exc:
-        failure = _FAILED + str(exc).encode()
+        failure = protocol.fixture_rejected(exc.reason, exc.line)
+    except InspectionPathError as exc:
+        failure = protocol.failed("inspection", str(exc))
     if failure is not None:
         primary.send(failure)
         return
     listener, address = _listen()
-    primary.send(READY + address)
+    primary.send(protocol.ready(address))
     try:
         _loop(actor, primary, listener, watch)
     finally:
@@ -298,14 +223,15 @@ def _serve_one(actor: Actor, conn: Channel, primary: Channel) -> object:
     try:
         message = conn.recv()
         op = message[:1]
-        if op == b"C":
-            conn.send(actor.complete(message[1:].decode("ascii")))
-        elif op == b"S":
-            conn.send(b"J" + _encode(actor.snapshot()))
-        elif op == b"I":
-            conn.send(b"J" + _encode(actor.inspect()))
-        elif op == b"Q":
-            conn.send(b"K")
+        if op == protocol.COMPLETE:
+            outcome = actor.complete(message[1:].decode("ascii"))
+            conn.send(protocol.outcome_reply(outcome))
+        elif op == protocol.SNAPSHOT:
+            conn.send(protocol.json_reply(actor.snapshot()))
+        elif op == protocol.INSPECT:
+            conn.send(protocol.json_reply(actor.inspect()))
+        elif op == protocol.RELEASE:
+            conn.send(protocol.RELEASED)
             return _ENDED if conn is primary else _DROP
         else:
             return _DROP  # not our protocol: refuse that peer
@@ -341,7 +267,7 @@ def _notify_closed(conns: set[Channel], primary: Channel) -> None:
     for conn in conns:
         if conn is not primary:
             try:
-                conn.send(b"Z")
+                conn.send(protocol.GOODBYE)
             except OSError:
                 pass
 
@@ -377,6 +303,6 @@ def serve_forked(fd: int, config: ActorConfig, cached: FixtureSet | None) -> NoR
         serve(Channel.from_socket(sock), config, cached)
     finally:
         # Skip interpreter finalisation: tearing down a 100k-entry table object by
-        # object would delay the exit that a dead owner is waiting for (P7), and the
+        # object would delay the exit that a dead owner is waiting for, and the
         # zygote's state inherited by this child is not ours to finalise.
         os._exit(0)

@@ -1,4 +1,4 @@
-"""The ``replay-actor`` command line (SPEC §6): validate, hash, inspect, lookup, stub.
+"""The ``replay-actor`` command line: validate, hash, inspect, lookup, stub (docs/cli.md).
 
 Every command works in this process, without a cursor actor: the CLI is the authoring
 tool around a fixture, not a replay provider. ``main(argv)`` returns the exit code
@@ -24,20 +24,31 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
-from . import __version__
-from ._canonical import canonical_json
-from ._ceilings import Ceilings
-from ._errors import FixtureError, ReplayError, ReplayMiss, RequestError
-from ._fixture import entry_line, iter_rejections, load_fixture
-from ._inspection import open_inspection_record
-from ._request import canonical_request, request_hash
+import msgspec
 
-__all__ = ["EXIT_INVALID", "EXIT_MISS", "EXIT_OK", "EXIT_USAGE", "main"]
+from ._canonical import canonical_json
+from ._errors import FixtureError, ReplayError, ReplayMiss, RequestError
+from ._request import canonical_request, request_hash
+from ._version import __version__
+from .fixture import MISS, Ceilings, Cursors, entry_line, iter_rejections, load_fixture
+from .replay.inspection import open_inspection_record
+
+__all__ = [
+    "EXIT_INVALID",
+    "EXIT_MISS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "VENDORS",
+    "main",
+    "read_request_arg",
+]
 
 EXIT_OK: Final = 0
 EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_MISS: Final = 3
+#: What ``--from`` accepts: the vendor request bodies ``read_request_arg`` can read.
+VENDORS: Final = ("openai", "anthropic")
 
 PROG: Final = "replay-actor"
 _STDIN: Final = "-"
@@ -142,8 +153,38 @@ def _read_json(source: str, what: str) -> Any:
     raise CLIError(f"{label}: {what} is {problem}")
 
 
-def _read_request(source: str) -> Any:
-    return _read_json(source, "request")
+def read_request_arg(source: str, vendor: str | None = None) -> Any:
+    """The provider-neutral request in ``source`` (a path or ``-``).
+
+    With ``vendor`` (``--from openai|anthropic``) the file holds that vendor's request
+    body, as an SDK sends it or a log shows it, and is read through the one vendor
+    mapping (docs/sdk.md, "The mapping"), so it hashes as the SDK call does. Errors name
+    the input and the field, never its contents.
+    """
+    data = _read_json(source, "request")
+    if vendor is None:
+        return data
+    if vendor == "openai":
+        from .vendors.openai import read_body
+    else:
+        from .vendors.anthropic import read_body
+    try:
+        return read_body(data).request
+    except RequestError as exc:
+        raise CLIError(f"{_label(source)}: {exc}") from None
+
+
+def _add_from_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from",
+        dest="vendor",
+        choices=VENDORS,
+        default=None,
+        help=(
+            "the request file is this vendor's request body (chat completions or "
+            "messages), read as the SDK transports read it"
+        ),
+    )
 
 
 # -- argument types ----------------------------------------------------------------------
@@ -233,7 +274,7 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _cmd_hash(args: argparse.Namespace) -> int:
-    request = _read_request(args.request)
+    request = read_request_arg(args.request, args.vendor)
     label = _label(args.request)
     try:
         if args.canonical:
@@ -256,7 +297,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 
 def _cmd_lookup(args: argparse.Namespace) -> int:
     ceilings = _ceilings(args.ceiling)
-    request = _read_request(args.request)
+    request = read_request_arg(args.request, args.vendor)
     try:
         digest = request_hash(request)
     except RequestError as exc:
@@ -265,20 +306,20 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
     # Opened before the answer is known, so a bad record path fails every time, not only
     # on the miss it was meant to catch.
     record = open_inspection_record(args.inspection) if args.inspection else None
+    # Each CLI call is its own acquisition, so this is always its first call: a sequence
+    # answers with its first element, and a non-empty sequence cannot be exhausted.
+    outcome = Cursors(fixture).take(digest)
     try:
-        responses = fixture.responses_for(digest)
-        if responses is None:
+        if outcome is MISS:
             if record is not None:
-                # Each CLI call is its own acquisition, so this is always its first call.
                 record.append("miss", digest, 1)
             print(str(ReplayMiss(None if args.private else digest)), file=sys.stderr)
             return EXIT_MISS
     finally:
         if record is not None:
             record.close()
-    # A fresh acquisition's first call for a sequence entry is answered by its first
-    # element; a single CLI call cannot exhaust a non-empty sequence.
-    response = responses[0]
+    assert type(outcome) is bytes
+    response = msgspec.json.decode(outcome)
     if args.compact:
         _write(canonical_json(response) + b"\n")
     else:
@@ -287,6 +328,19 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
 
 
 def _cmd_stub(args: argparse.Namespace) -> int:
+    if args.request is not None:
+        request = read_request_arg(args.request, args.vendor)
+        try:
+            digest = request_hash(request)
+        except RequestError as exc:
+            raise CLIError(f"{_label(args.request)}: {exc}") from None
+        if args.request_hash is not None and args.request_hash != digest:
+            raise CLIError("REQUEST_HASH is not the hash of --request", code=EXIT_USAGE)
+        args.request_hash = digest
+    elif args.request_hash is None:
+        raise CLIError("give REQUEST_HASH or --request REQUEST.json", code=EXIT_USAGE)
+    elif args.vendor is not None:
+        raise CLIError("--from reads the file of --request", code=EXIT_USAGE)
     if args.response is not None:
         response = _read_json(args.response, "response")
         if type(response) is not dict:
@@ -397,7 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  replay-actor hash request.json\n"
             '  echo \'{"messages":[{"role":"user","content":"hi"}]}\' | '
             "replay-actor hash\n"
-            "  replay-actor hash --canonical request.json | sha256sum\n\n"
+            "  replay-actor hash --canonical request.json | sha256sum\n"
+            "  replay-actor hash --from openai body-from-a-log.json\n\n"
             "exit: 0 printed, 1 invalid request or unreadable input"
         ),
     )
@@ -416,6 +471,7 @@ def build_parser() -> argparse.ArgumentParser:
             "newline unless stdout is a terminal)"
         ),
     )
+    _add_from_option(hash_)
     hash_.set_defaults(handler=_cmd_hash)
 
     inspect = commands.add_parser(
@@ -479,6 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the response as one line of canonical JSON instead of indented",
     )
+    _add_from_option(lookup)
     _add_ceiling_option(lookup)
     lookup.set_defaults(handler=_cmd_lookup)
 
@@ -500,10 +557,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stub.add_argument(
         "request_hash",
+        nargs="?",
         type=_hash_arg,
         metavar="REQUEST_HASH",
         help="sha256: followed by 64 lowercase hex digits (as `hash` or a miss prints it)",
     )
+    stub.add_argument(
+        "--request",
+        metavar="REQUEST.json",
+        help="take the hash from this request file (- for stdin) instead of REQUEST_HASH",
+    )
+    _add_from_option(stub)
     body = stub.add_mutually_exclusive_group(required=True)
     body.add_argument("--content", metavar="TEXT", help='store {"content": TEXT}')
     body.add_argument("--response", metavar="FILE", help="store this JSON object (- for stdin)")

@@ -1,6 +1,8 @@
 """``acquire`` and ``ReplayProvider``: the caller's side of one acquisition.
 
-A handle talks to its acquisition's actor over ``_wire.Channel``s (AF_UNIX sockets):
+Runs in: the caller (and in every process a copy of the handle reaches).
+
+A handle talks to its acquisition's actor over ``wire.Channel``s (AF_UNIX sockets):
 the first thread that calls uses the handle's first channel, every other thread opens
 one of its own, and a lock per channel keeps each request/reply exchange whole. Threads
 and asyncio tasks can share a handle without queueing behind each other's round trips;
@@ -19,9 +21,8 @@ the acquisition; ``release()`` on a copy closes that copy's channel alone.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
-import select
-import signal
 import socket
 import threading
 import warnings
@@ -29,25 +30,37 @@ import weakref
 from typing import Any, Final
 
 import msgspec
-import psutil
 
-from ._actor import READY, ActorConfig, owner_identity
-from ._ceilings import DEFAULT_CEILINGS, Ceilings
-from ._errors import (
+from .._errors import (
     ActorLost,
     FixtureError,
+    InspectionPathError,
+    InvalidArgument,
+    OwnerNotAlive,
     ProviderClosed,
     ReplayError,
     ReplayMiss,
     SequenceExhausted,
 )
-from ._request import RequestLike, request_hash
-from ._wire import Channel, set_timeouts
-from ._zygote import zygote
+from .._request import RequestLike, request_hash
+from ..fixture import DEFAULT_CEILINGS, Ceilings
+from . import protocol
+from .procs import ProcessHandle, identity
+from .protocol import ActorConfig
+from .wire import Channel, set_timeouts
+from .zygote import zygote
 
-__all__ = ["ReplayProvider", "acquire"]
+__all__ = ["ReplayProvider", "acquire", "check_timeout"]
 
 _decode = msgspec.json.decode
+_RESPONSE: Final = protocol.RESPONSE
+_MISS: Final = protocol.MISS
+_EXHAUSTED: Final = protocol.EXHAUSTED
+#: A failed bootstrap's kind -> the error the caller can catch.
+_FAILURES: Final[dict[str, type[ReplayError]]] = {
+    "owner": OwnerNotAlive,
+    "inspection": InspectionPathError,
+}
 _OWNER_WATCH_ENV: Final = "REPLAY_ACTOR_OWNER_WATCH"
 
 # Every live handle of this process, so a fork child can disown the parent's channels.
@@ -102,7 +115,7 @@ class ReplayProvider:
         owner_pid: int,
         private: bool,
         timeout: float,
-        acquirer: ActorProcess | None,
+        acquirer: ProcessHandle | None,
     ) -> None:
         self._address = address
         self._actor_pid = actor_pid
@@ -157,15 +170,15 @@ class ReplayProvider:
         if self._closed or self._ended:
             self._check_usable()  # a closed handle says so before judging the request
         digest = request_hash(request)
-        reply = self._exchange(b"C" + digest.encode("ascii"))
+        reply = self._exchange(protocol.complete_request(digest))
         kind = reply[:1]
-        if kind == b"R":
+        if kind == _RESPONSE:
             response: dict[str, Any] = _decode(memoryview(reply)[1:])
             return response
         shown = None if self._private else digest
-        if kind == b"M":
+        if kind == _MISS:
             raise ReplayMiss(shown)
-        if kind == b"X":
+        if kind == _EXHAUSTED:
             raise SequenceExhausted(shown)
         raise ActorLost("the cursor actor sent an unexpected reply")
 
@@ -176,13 +189,13 @@ class ReplayProvider:
 
     def snapshot(self) -> dict[str, Any]:
         """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
-        result: dict[str, Any] = _decode(memoryview(self._exchange(b"S"))[1:])
+        result: dict[str, Any] = protocol.decode_json(self._exchange(protocol.SNAPSHOT))
         result["kind"] = "replay"
         return result
 
     def inspect(self) -> dict[str, Any]:
         """Owner-only diagnostics: the hashes of misses and exhausted sequences."""
-        result: dict[str, Any] = _decode(memoryview(self._exchange(b"I"))[1:])
+        result: dict[str, Any] = protocol.decode_json(self._exchange(protocol.INSPECT))
         return result
 
     def _slot(self) -> _Slot:
@@ -214,7 +227,7 @@ class ReplayProvider:
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 failure = exc
-            if failure is None and reply != b"Z":
+            if failure is None and reply != protocol.GOODBYE:
                 return reply
             if failure is None or _released_notice(conn):
                 self._ended = True
@@ -269,7 +282,7 @@ class ReplayProvider:
             conn = self._primary.channel
             if conn is not None and not self._broken and not self._ended:
                 try:
-                    conn.send(b"Q")
+                    conn.send(protocol.RELEASE)
                     conn.recv()
                 except (EOFError, OSError):
                     pass
@@ -332,7 +345,7 @@ class ReplayProvider:
 def _released_notice(conn: Channel) -> bool:
     """After a failed exchange: did the actor say goodbye (``Z``) before exiting?"""
     try:
-        return conn.poll(0) and conn.recv() == b"Z"
+        return conn.poll(0) and conn.recv() == protocol.GOODBYE
     except (EOFError, OSError):
         return False
 
@@ -359,58 +372,17 @@ def _rebuild(
     return copy
 
 
-class ActorProcess:
-    """The acquirer's hold on its actor process: a pidfd where the kernel has one, so
-    waiting is an event and a kill can never reach a recycled PID."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self._fd: int | None
-        try:
-            self._fd = os.pidfd_open(pid)
-        except (AttributeError, OSError):
-            self._fd = None
-
-    def alive(self) -> bool:
-        if self._fd is not None:
-            return not select.select([self._fd], [], [], 0)[0]
-        try:
-            return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
-
-    def wait(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for the actor to exit; True if it did."""
-        if self._fd is not None:
-            return bool(select.select([self._fd], [], [], timeout)[0])
-        try:
-            psutil.Process(self.pid).wait(timeout)
-        except psutil.NoSuchProcess:
-            return True
-        except psutil.TimeoutExpired:
-            return False
-        return True
-
-    def kill(self) -> None:
-        try:
-            if self._fd is not None:
-                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
-            else:
-                os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    def finish(self, timeout: float) -> None:
-        """Wait (bounded) for the actor to exit; kill it if it will not."""
-        if not self.wait(min(timeout, 5.0)):
-            self.kill()
-            self.wait(5.0)
-        self.close()
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+def check_timeout(timeout: float) -> float:
+    """``timeout`` as a float if it is a positive finite number of seconds."""
+    try:
+        value = float(timeout)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InvalidArgument(
+            f"timeout must be a positive finite number of seconds, not {timeout!r}"
+        )
+    return value
 
 
 def acquire(
@@ -428,12 +400,11 @@ def acquire(
     ``ReplayError`` if the owner is not alive, ``ActorLost`` if the actor does not come
     up within ``timeout``. Leaves no process behind on failure.
     """
-    if not timeout > 0:
-        raise ValueError("timeout must be a positive number of seconds")
+    timeout = check_timeout(timeout)
     owner = os.getpid() if owner_pid is None else owner_pid
-    create_time = owner_identity(owner)
+    create_time = identity(owner)
     if create_time is None:
-        raise ReplayError(f"the owner process {owner} is not alive")
+        raise OwnerNotAlive(f"the owner process {owner} is not alive")
     config = ActorConfig(
         fixture=os.path.abspath(os.fspath(fixture)),
         owner_pid=owner,
@@ -448,7 +419,7 @@ def acquire(
         actor_pid = zygote.spawn(config, theirs, timeout)
     finally:
         theirs.close()  # the actor's end lives only in the actor, so its death is EOF
-    process = ActorProcess(actor_pid)
+    process = ProcessHandle(actor_pid)
     set_timeouts(ours, timeout)
     conn = Channel.from_socket(ours)
     outcome: bytes | None = None
@@ -456,10 +427,10 @@ def acquire(
         outcome = conn.recv()
     except (EOFError, OSError):
         outcome = None
-    if outcome is not None and outcome.startswith(READY):
+    if outcome is not None and outcome.startswith(protocol.READY):
         return ReplayProvider(
             conn=conn,
-            address=outcome[len(READY) :],
+            address=outcome[len(protocol.READY) :],
             actor_pid=actor_pid,
             owner_pid=owner,
             private=bool(private),
@@ -472,7 +443,7 @@ def acquire(
         process.close()
         raise ActorLost("the cursor actor did not come up in time")
     process.finish(timeout)
-    if outcome.startswith(b"FE"):
-        reason, line = msgspec.json.decode(outcome[2:])
-        raise FixtureError(reason, line)
-    raise ReplayError(outcome[2:].decode("utf-8", "replace"))
+    if outcome.startswith(protocol.FIXTURE_REJECTED):
+        raise FixtureError(*protocol.decode_rejection(outcome))
+    kind, message = protocol.decode_failure(outcome)
+    raise _FAILURES.get(kind, ReplayError)(message)

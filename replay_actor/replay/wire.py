@@ -1,9 +1,12 @@
 """``Channel``: length-prefixed messages over one connected AF_UNIX stream socket.
 
+Runs in: the caller and the actor (the frames they carry are ``protocol.py``'s).
+
 Each message is a 4-byte big-endian length and the payload, written with one ``write``
 (the same framing as ``multiprocessing.connection``, without importing it: the actor
-starts faster, and P5 counts its start-up). Reads are buffered, so a reply whose header
-and body arrive together costs one ``read``, where a plain framed read costs two.
+starts faster, and its start-up is what an acquisition waits for). Reads are buffered,
+so a reply whose header and body arrive together costs one ``read``, where a plain
+framed read costs two.
 
 Nothing here waits without bound: the socket carries ``SO_RCVTIMEO``/``SO_SNDTIMEO``, so
 a silent peer turns into ``BlockingIOError`` (an ``OSError``), and a dead one into

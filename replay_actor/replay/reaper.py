@@ -1,9 +1,13 @@
-"""The reaper: collects the exit status of every actor this process started.
+"""The reaper: collects the exit status of this process's zygote.
 
-An orchestrator that lives on must not accumulate zombies, and it may never call
-``release`` on a provider whose run crashed. One daemon thread, started on the first
-acquisition (never at import), sleeps in ``select`` on a pidfd per actor child and
-reaps each the moment it exits. Where pidfds are unavailable it polls once a second.
+Runs in: the caller (one daemon thread).
+
+Actors are the zygote's children and the kernel reaps them (the zygote ignores
+SIGCHLD); the zygote is ours. An orchestrator that lives on must not accumulate
+zombies, and a zygote may exit while nobody is calling (its actors gone, or killed):
+one daemon thread, started on the first acquisition (never at import), sleeps in
+``select`` on the child's pidfd and reaps it the moment it exits. Where pidfds are
+unavailable it polls once a second.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import os
 import selectors
 import subprocess
 import threading
+
+from .procs import open_pidfd
 
 __all__ = ["Reaper", "reaper"]
 
@@ -74,8 +80,10 @@ class Reaper:
         if popen.poll() is not None:
             return
         try:
-            fd = os.pidfd_open(popen.pid)
-        except (AttributeError, OSError):
+            fd = open_pidfd(popen.pid)
+        except ProcessLookupError:
+            fd = None
+        if fd is None:
             self._polled.append(popen)
             return
         selector.register(fd, selectors.EVENT_READ, (popen, fd))

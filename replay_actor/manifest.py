@@ -1,9 +1,9 @@
-"""The manifest: one configuration grammar for the replay, live and record providers (SPEC §5).
+"""The manifest: one configuration grammar for the replay, live and record providers.
 
 ``open_provider(manifest)`` reads a TOML file (or takes the equivalent mapping), checks
 every key, and returns a provider with the same interface whatever the kind::
 
-    [provider] kind = "replay" -> replay_actor._provider.acquire(...)  (cursor actor)
+    [provider] kind = "replay" -> replay.handle.acquire(...)  (cursor actor)
                kind = "live"   -> LiveProvider(adapter from [provider])
                kind = "record" -> RecordingProvider(fixture, LiveProvider(from [provider.live]))
 
@@ -18,13 +18,14 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from types import TracebackType
-from typing import Any, Final, Protocol, Self
+from typing import Any, Final
 
-from ._ceilings import Ceilings
 from ._errors import ManifestError
-from ._live import LiveProvider, load_adapter_factory, toml_type_name
-from ._request import RequestLike
+from ._interface import Provider
+from .adapters._config import toml_type_name
+from .adapters.base import load_adapter_factory
+from .adapters.live import LiveProvider
+from .fixture import Ceilings
 
 __all__ = ["Provider", "open_provider"]
 
@@ -32,30 +33,6 @@ KINDS: Final = ("replay", "live", "record")
 _REPLAY_KEYS: Final = frozenset({"kind", "fixture", "data", "inspection", "ceilings", "timeout"})
 _RECORD_KEYS: Final = frozenset({"kind", "fixture", "data", "ceilings", "live"})
 _TOML_LINE: Final = re.compile(r"at line (\d+), column (\d+)")
-
-
-class Provider(Protocol):
-    """What ``open_provider`` returns, whatever the kind."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    def complete(self, request: RequestLike) -> dict[str, Any]: ...
-
-    async def acomplete(self, request: RequestLike) -> dict[str, Any]: ...
-
-    def snapshot(self) -> dict[str, Any]: ...
-
-    def release(self) -> None: ...
-
-    def __enter__(self) -> Self: ...
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> Any: ...
 
 
 class _Table:
@@ -223,7 +200,7 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
             raise ManifestError("provider.live is required", key="provider.live")
         live_table = _Table(provider.values["live"], "provider.live")
         live = _live(live_table, live_table.values)
-        from ._record import RecordingProvider
+        from .record.provider import RecordingProvider
 
         assert fixture is not None
         return RecordingProvider(fixture, live, private=private, ceilings=Ceilings(**overrides))
@@ -240,7 +217,7 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
                 "provider.timeout must be a positive number of seconds", key="provider.timeout"
             )
         extra["timeout"] = float(timeout)
-    from ._provider import acquire
+    from .replay.handle import acquire
 
     assert fixture is not None
     provider_handle: Provider = acquire(

@@ -1,5 +1,7 @@
 """The owner-only inspection record: where private-mode hashes go instead of errors.
 
+Runs in: the actor (and the CLI's ``lookup --inspection``).
+
 Each miss or exhaustion is appended as one JSON line
 ``{"event": "miss" | "exhausted", "request_hash": "sha256:...", "call": N}``. The file is
 created with mode 0600 and opened with ``O_NOFOLLOW``, so a symbolic link planted at the
@@ -16,7 +18,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from ._errors import ReplayError
+from .._errors import InspectionPathError
 
 __all__ = ["InspectionRecord", "open_inspection_record"]
 
@@ -45,7 +47,7 @@ class InspectionRecord:
 def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
     """Open (creating with mode 0600) the inspection file for appending.
 
-    Raises ``ReplayError`` — naming no path — if the path is a symbolic link, not a
+    Raises ``InspectionPathError`` — naming no path — if the path is a symbolic link, not a
     regular file, or cannot be opened.
     """
     problem = "cannot be opened"
@@ -62,4 +64,4 @@ def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
             return InspectionRecord(fd)
         os.close(fd)
         problem = "is not a regular file"
-    raise ReplayError(f"the inspection record path {problem}")
+    raise InspectionPathError(f"the inspection record path {problem}")

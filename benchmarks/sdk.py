@@ -1,0 +1,89 @@
+"""P12: the SDK path. An unchanged ``openai`` client's ``chat.completions.create`` of the
+realistic request, answered in replay through ``openai_client`` (vendor body -> neutral
+request -> ``complete()`` -> vendor response), against the floor: the same SDK call over
+``httpx2.MockTransport`` returning the same canned JSON, plus one ``complete()`` of the
+same request on a handle of its own. The difference is what the mapping and the
+transport cost on top of the SDK and the actor round trip.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import httpx2
+import msgspec
+import openai
+
+from replay_actor import acquire, openai_client, request_hash
+from replay_actor.vendors import openai as vendor_openai
+
+from .timing import Config, Row, Stats, interleave, per_call
+from .workload import fixture, realistic_request
+
+__all__ = ["run_sdk"]
+
+MODEL = "gpt-4.1-mini"
+
+
+def run_sdk(cfg: Config) -> list[Row]:
+    req = realistic_request()
+    body = vendor_openai.to_body(req, MODEL)
+    if request_hash(vendor_openai.read_body(body).request) != request_hash(req):
+        raise AssertionError("the SDK body does not hash as the realistic request")
+    path = fixture(100)
+    calls = cfg.pick(200, 50)
+    reps = cfg.pick(21, 5)
+    ours = openai_client({"provider": {"kind": "replay", "fixture": str(path)}})
+    handle = acquire(path, timeout=120.0)
+    canned = msgspec.json.encode(vendor_openai.response_body(handle.complete(req), MODEL))
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=canned)
+
+    mock = openai.OpenAI(
+        api_key="x", http_client=httpx2.Client(transport=httpx2.MockTransport(answer))
+    )
+    kwargs: dict[str, Any] = dict(body)
+
+    def floor() -> None:
+        mock.chat.completions.create(**kwargs)
+        handle.complete(req)
+
+    try:
+        a = ours.chat.completions.create(**kwargs)
+        b = mock.chat.completions.create(**kwargs)
+        if a.model_dump() != b.model_dump():
+            raise AssertionError("the two sides do not answer alike")
+        samples = interleave(
+            {
+                "ours": per_call(lambda: ours.chat.completions.create(**kwargs), calls),
+                "floor": per_call(floor, calls),
+            },
+            reps=reps,
+            warmup=2,
+        )
+    finally:
+        ours.close()
+        mock.close()
+        handle.release()
+    mine = Stats.of(samples["ours"])
+    base = Stats.of(samples["floor"])
+    paired = statistics.median(
+        o / f for o, f in zip(samples["ours"], samples["floor"], strict=True)
+    )
+    return [
+        Row(
+            id="P12",
+            what="openai_client chat.completions.create, realistic request, replay",
+            unit="us",
+            ours=mine,
+            reference=base,
+            reference_name="same SDK call over MockTransport + one complete()",
+            ratio=mine.median / base.median,
+            ratio_means="ours / floor",
+            op="<=",
+            bound=1.2,
+            extra={"paired_median_ratio": paired},
+        )
+    ]

@@ -1,0 +1,93 @@
+"""The adapter interface (``Adapter``, public) and the adapter registry.
+
+Runs in: the caller, when a manifest opens a live or record provider.
+
+An adapter turns the plain normalised neutral request into a vendor call and the
+vendor's answer into the neutral response (``live.LiveProvider`` drives it).
+Adapters are found by name in the entry-point group ``replay_actor.adapters``;
+``openai`` is built in, and is used even when the installed package metadata is stale (an editable
+install whose entry points were never regenerated).
+
+An adapter is a class constructed from the manifest's adapter table (every key but
+``adapter``); it validates its own keys and raises ``ManifestError`` naming the key
+*relative to that table* — the manifest loader prefixes the table's own path.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol, runtime_checkable
+
+from .._errors import ManifestError
+
+__all__ = ["ADAPTER_GROUP", "BUILTIN_ADAPTERS", "Adapter", "AdapterFactory", "load_adapter_factory"]
+
+#: The entry-point group third-party adapters register under.
+ADAPTER_GROUP: Final = "replay_actor.adapters"
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What a vendor adapter provides.
+
+    It is constructed as ``Factory(config)``, where ``config`` is the manifest's adapter
+    table without its ``adapter`` key (so it includes ``model``). ``complete`` and
+    ``acomplete`` take the plain, normalised provider-neutral request (fields equal to
+    their defaults are absent; docs/request.md) and return the neutral response
+    ``{"content": str | None, "tool_calls": [{"id", "name", "arguments"}],
+    "finish_reason": str | None, "usage": dict | None}``. Failures of the endpoint raise
+    ``LiveProviderError``; its message must never contain the API key or the prompt.
+    ``close``/``aclose`` free connections; both are idempotent.
+    """
+
+    def complete(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def acomplete(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: A class (or any callable) building an adapter from its manifest table.
+AdapterFactory = Callable[[Mapping[str, Any]], Adapter]
+
+
+#: Adapters that ship with replay-actor: module and class, imported on first use.
+BUILTIN_ADAPTERS: Final = {
+    "openai": ("replay_actor.adapters.openai", "OpenAIAdapter"),
+    "anthropic": ("replay_actor.adapters.anthropic", "AnthropicAdapter"),
+}
+
+
+def _builtin(name: str) -> AdapterFactory | None:
+    location = BUILTIN_ADAPTERS.get(name)
+    if location is None:
+        return None
+    module, attribute = location
+    factory: AdapterFactory = getattr(importlib.import_module(module), attribute)
+    return factory
+
+
+def load_adapter_factory(name: str) -> AdapterFactory:
+    """The adapter factory registered as ``name``; ``ManifestError`` (key ``adapter``)
+    if there is none or it cannot be imported."""
+    found = [ep for ep in importlib.metadata.entry_points(group=ADAPTER_GROUP) if ep.name == name]
+    problem = ""
+    if found:
+        try:
+            factory: AdapterFactory = found[0].load()
+        except Exception as exc:
+            problem = f"adapter {name!r} could not be loaded ({type(exc).__name__})"
+        else:
+            return factory
+    builtin = _builtin(name)
+    if builtin is not None:
+        return builtin
+    if not problem:
+        known = sorted({ep.name for ep in importlib.metadata.entry_points(group=ADAPTER_GROUP)})
+        known = sorted({*known, *BUILTIN_ADAPTERS})
+        problem = f"unknown adapter {name!r} (known: {', '.join(known)})"
+    raise ManifestError(problem, key="adapter")

@@ -1,0 +1,129 @@
+"""The protocol between handles and the cursor actor: config, opcodes, codec. No I/O.
+
+Runs in: the caller (handles, ``acquire``), the zygote (decodes the config) and the actor.
+
+Every message is one ``wire.Channel`` frame whose first byte is the opcode. On the
+bootstrap channel the acquirer's first frame is the ``ActorConfig`` (JSON) and the actor
+answers once with ``READY``, ``FIXTURE_REJECTED`` or ``FAILED``. After that, on every
+channel, each request gets exactly one reply, in order; the table is
+docs/architecture.md, "Wire protocol".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import msgspec
+
+from ..fixture import EXHAUSTED as _EXHAUSTED
+from ..fixture import Outcome
+
+__all__ = [
+    "COMPLETE",
+    "EXHAUSTED",
+    "FAILED",
+    "FIXTURE_REJECTED",
+    "GOODBYE",
+    "INSPECT",
+    "JSON",
+    "MISS",
+    "READY",
+    "RELEASE",
+    "RELEASED",
+    "RESPONSE",
+    "SNAPSHOT",
+    "ActorConfig",
+    "complete_request",
+    "decode_failure",
+    "decode_json",
+    "decode_rejection",
+    "failed",
+    "fixture_rejected",
+    "json_reply",
+    "outcome_reply",
+    "ready",
+]
+
+# -- bootstrap replies (actor -> acquirer, once) ------------------------------------------
+READY: Final = b"OK"  #: + the listener's address
+FIXTURE_REJECTED: Final = b"FE"  #: + JSON ``[reason, line]``
+FAILED: Final = b"ER"  #: + a message (a dead owner, an unusable inspection path)
+
+# -- requests (handle -> actor) ------------------------------------------------------------
+COMPLETE: Final = b"C"  #: + ``sha256:…``
+SNAPSHOT: Final = b"S"
+INSPECT: Final = b"I"
+RELEASE: Final = b"Q"  #: on the bootstrap channel this ends the acquisition
+
+# -- replies (actor -> handle) ---------------------------------------------------------------
+RESPONSE: Final = b"R"  #: + the response's canonical JSON bytes
+MISS: Final = b"M"
+EXHAUSTED: Final = b"X"
+JSON: Final = b"J"  #: + a JSON document (snapshot, inspection)
+RELEASED: Final = b"K"
+GOODBYE: Final = b"Z"  #: unsolicited: the acquisition was released by its acquirer
+
+_encode: Final = msgspec.json.Encoder().encode
+_decode: Final = msgspec.json.decode
+
+
+class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
+    """What the acquirer sends first over the bootstrap channel (through the zygote)."""
+
+    fixture: str
+    owner_pid: int
+    owner_create_time: float
+    private: bool
+    ceilings: dict[str, int]
+    inspection_path: str | None
+    owner_watch: str = "pidfd"
+
+
+def complete_request(request_hash: str) -> bytes:
+    """The frame asking for the next answer to ``request_hash``."""
+    return COMPLETE + request_hash.encode("ascii")
+
+
+def outcome_reply(outcome: bytes | Outcome) -> bytes:
+    """The reply frame for what ``fixture.Cursors.take`` returned."""
+    if type(outcome) is bytes:
+        return RESPONSE + outcome
+    return EXHAUSTED if outcome is _EXHAUSTED else MISS
+
+
+def json_reply(value: Any) -> bytes:
+    """A ``JSON`` reply frame carrying ``value``."""
+    return JSON + _encode(value)
+
+
+def decode_json(reply: bytes) -> Any:
+    """The document of a ``JSON`` reply frame."""
+    return _decode(memoryview(reply)[1:])
+
+
+def decode_rejection(reply: bytes) -> tuple[str, int | None]:
+    """``(reason, line)`` of a ``FIXTURE_REJECTED`` bootstrap reply."""
+    reason, line = _decode(reply[len(FIXTURE_REJECTED) :])
+    return reason, line
+
+
+def ready(address: bytes) -> bytes:
+    """The bootstrap reply of an actor listening on ``address``."""
+    return READY + address
+
+
+def fixture_rejected(reason: str, line: int | None) -> bytes:
+    """The bootstrap reply of an actor whose fixture was rejected (reason and line only)."""
+    return FIXTURE_REJECTED + _encode([reason, line])
+
+
+def failed(kind: str, message: str) -> bytes:
+    """The bootstrap reply of an actor that cannot serve: what failed (``owner``,
+    ``inspection``) and a message for the caller."""
+    return FAILED + _encode([kind, message])
+
+
+def decode_failure(reply: bytes) -> tuple[str, str]:
+    """``(kind, message)`` of a ``FAILED`` bootstrap reply."""
+    kind, message = _decode(reply[len(FAILED) :])
+    return kind, message

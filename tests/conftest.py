@@ -1,0 +1,14 @@
+"""Fixtures shared by the whole suite.
+
+- ``no_leaks`` (tests/procs.py): no child process and no cursor actor outlives a test;
+  every test that starts processes uses it.
+- ``chat`` (tests/chat_server.py): an OpenAI-compatible chat server on 127.0.0.1 for one
+  test, for the live and record providers.
+"""
+
+from __future__ import annotations
+
+from tests.chat_server import chat
+from tests.procs import no_leaks
+
+__all__ = ["chat", "no_leaks"]
