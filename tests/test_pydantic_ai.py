@@ -232,3 +232,24 @@ def test_bundled_example_fixture_is_generated() -> None:
     assert (folder / "weather.jsonl").read_bytes() == module.render()
     assert module.FIRST == FIRST
     assert module.SECOND == SECOND
+
+
+@pytest.mark.timeout(60)
+def test_private_miss_carries_no_hash_in_any_frame(tmp_path: Path, no_leaks: None) -> None:
+    fixture = write_fixture(tmp_path / "weather.jsonl")
+    manifest = {"provider": {"kind": "replay", "fixture": str(fixture), "data": "private"}}
+    with ReplayModel(manifest) as replay, pytest.raises(ReplayMiss) as caught:
+        weather_agent(replay).run_sync("Weather in Lima?")
+    error = caught.value
+    assert error.request_hash is None
+    assert str(error) == "no replay fixture matches this request"
+    seen: list[str] = []
+    chained: BaseException | None = error
+    while chained is not None:
+        seen.append(repr(chained.args))
+        frame_tb = chained.__traceback__
+        while frame_tb is not None:
+            seen.extend(repr(value) for value in frame_tb.tb_frame.f_locals.values())
+            frame_tb = frame_tb.tb_next
+        chained = chained.__cause__ or chained.__context__
+    assert not any("sha256:" in text for text in seen)

@@ -190,17 +190,34 @@ def test_private_fixture_prints_no_hash(project: pytest.Pytester, no_leaks: None
         test_app="""
         import pytest
 
-        @pytest.mark.replay(fixture="fixtures/chat.jsonl", private=True)
+        BYE = {"messages": [{"role": "user", "content": "bye"}]}
+        pytestmark = pytest.mark.replay(fixture="fixtures/chat.jsonl", private=True)
+
         def test_miss(replay_provider):
             replay_provider.complete({"messages": [{"role": "user", "content": "secret"}]})
+
+        async def run(provider):
+            return await provider.acomplete({"messages": [{"role": "user", "content": "secret"}]})
+
+        def test_async_miss(replay_provider):
+            import asyncio
+            asyncio.run(run(replay_provider))
+
+        def test_exhausted(replay_provider):
+            for _ in range(3):
+                replay_provider.complete(BYE)
         """
     )
-    result = run(project)
-    result.assert_outcomes(failed=1)
-    digest = request_hash({"messages": [{"role": "user", "content": "secret"}]})
-    assert digest not in result.stdout.str()
-    assert digest.removeprefix("sha256:") not in result.stdout.str()
+    # --showlocals prints every frame's locals: none may hold a hash.
+    result = run(project, "--showlocals", "--tb=long")
+    result.assert_outcomes(failed=3)
+    out = result.stdout.str()
+    for request in ({"messages": [{"role": "user", "content": "secret"}]}, BYE):
+        digest = request_hash(request)
+        assert digest.removeprefix("sha256:")[:16] not in out
+    assert "sha256:" not in out
     result.stdout.fnmatch_lines([f"*ReplayMiss: {MISS}"])
+    result.stdout.fnmatch_lines(["*SequenceExhausted: replay sequence exhausted for this request"])
 
 
 @pytest.mark.timeout(120)

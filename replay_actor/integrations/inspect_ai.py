@@ -56,7 +56,7 @@ from inspect_ai.model._call_tools import parse_tool_call
 from inspect_ai.tool import ToolCall, ToolChoice, ToolFunction, ToolInfo
 from inspect_ai.util._json import json_schema_dump
 
-from .._errors import ManifestError
+from .._errors import ManifestError, ReplayMiss, SequenceExhausted
 from ..vendors._common import canonical_arguments, collapse_content
 
 __all__ = ["ReplayModelAPI", "replay", "to_output", "to_request"]
@@ -341,7 +341,18 @@ class ReplayModelAPI(ModelAPI):
         config: GenerateConfig,
     ) -> tuple[ModelOutput, ModelCall]:
         request = to_request(input, tools, tool_choice, config, epoch=current_epoch())
-        response = await self._provider.acomplete(request)
+        private: type[ReplayMiss | SequenceExhausted] | None = None
+        try:
+            response = await self._provider.acomplete(request)
+        except (ReplayMiss, SequenceExhausted) as exc:
+            if exc.request_hash is not None:
+                raise
+            private = type(exc)
+        if private is not None:
+            # Private mode: raised afresh here, outside the except block, so the
+            # provider's frames (whose locals hold the request hash) never reach Inspect's
+            # traceback, which shows every frame's locals with INSPECT_TRACEBACK_LOCALS=1.
+            raise private()
         output = to_output(response, self.model_name, tools)
         return output, ModelCall.create(request=request, response=response)
 

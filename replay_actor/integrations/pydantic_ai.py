@@ -67,7 +67,7 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
-from .._errors import RequestError
+from .._errors import ReplayMiss, RequestError, SequenceExhausted
 from ..vendors._common import canonical_arguments, collapse_content
 
 __all__ = ["ReplayModel", "ReplayStreamedResponse"]
@@ -359,7 +359,18 @@ class ReplayModel(Model):
     ) -> tuple[ModelResponse, ModelRequestParameters]:
         settings, parameters = self.prepare_request(model_settings, model_request_parameters)
         request = self.to_request(messages, settings, parameters)
-        answer: dict[str, Any] = await self._replay.acomplete(request)
+        private: type[ReplayMiss | SequenceExhausted] | None = None
+        try:
+            answer: dict[str, Any] = await self._replay.acomplete(request)
+        except (ReplayMiss, SequenceExhausted) as exc:
+            if exc.request_hash is not None:
+                raise
+            private = type(exc)
+        if private is not None:
+            # Private mode: raised afresh here, outside the except block, so the provider's
+            # frames (whose locals hold the request hash) stay out of any traceback that
+            # instrumentation records with locals.
+            raise private()
         parts = _parts(answer)
         response = ModelResponse(
             parts=parts,

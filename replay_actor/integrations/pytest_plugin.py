@@ -225,12 +225,19 @@ class _Counted:
     into its own exception, an application retries or falls back): the message is kept
     and the report hook fails the test with it. Hit hashes are kept as a set, so that
     entries no test asked for can be counted; nothing is printed from them.
+
+    In private mode a failure is raised afresh from this frame, outside the ``except``
+    block: the provider's frames (whose locals hold the request hash) and the original
+    exception never reach pytest's report, even with ``--showlocals``.
     """
 
-    def __init__(self, provider: Provider, stats: _Stats, failures: list[str]) -> None:
+    def __init__(
+        self, provider: Provider, stats: _Stats, failures: list[str], *, private: bool
+    ) -> None:
         self._provider = provider
         self._stats = stats
         self._failures = failures
+        self._private = private
 
     def _failed(self, exc: ReplayMiss | SequenceExhausted) -> None:
         if isinstance(exc, ReplayMiss):
@@ -245,21 +252,31 @@ class _Counted:
 
     def complete(self, request: RequestLike) -> dict[str, Any]:
         self._stats.calls += 1
+        failure: type[ReplayMiss | SequenceExhausted] | None = None
         try:
             answer = self._provider.complete(request)
         except (ReplayMiss, SequenceExhausted) as exc:
             self._failed(exc)
-            raise
+            if not self._private:
+                raise
+            failure = type(exc)
+        if failure is not None:
+            raise failure()  # private: see the class docstring
         self._served(request)
         return answer
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         self._stats.calls += 1
+        failure: type[ReplayMiss | SequenceExhausted] | None = None
         try:
             answer = await self._provider.acomplete(request)
         except (ReplayMiss, SequenceExhausted) as exc:
             self._failed(exc)
-            raise
+            if not self._private:
+                raise
+            failure = type(exc)
+        if failure is not None:
+            raise failure()  # private: see the class docstring
         self._served(request)
         return answer
 
@@ -307,7 +324,9 @@ def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
         stats = all_stats[name] = _Stats(kind=snapshot["kind"])
     failures: list[str] = []
     request.node.stash[_FAILURES] = failures
-    counted = _Counted(provider, stats, failures)
+    table = mapping.get("provider")
+    private = isinstance(table, Mapping) and table.get("data") == "private"
+    counted = _Counted(provider, stats, failures, private=private)
     try:
         yield counted
     finally:
