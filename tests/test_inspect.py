@@ -468,3 +468,23 @@ def test_the_core_never_imports_inspect() -> None:
         "assert 'inspect_ai' not in sys.modules, 'inspect_ai imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_replay_allows_more_concurrency_than_a_live_endpoint(
+    tmp_path: Path, chat: ChatServer
+) -> None:
+    fixture = tmp_path / "f.jsonl"
+    fixture.write_bytes(b"")
+    replay = ReplayModelAPI("any-name", fixture=str(fixture))
+    manifest = tmp_path / "live.toml"
+    manifest.write_text(
+        '[provider]\nkind = "live"\nadapter = "openai"\nmodel = "m"\n'
+        f'base_url = "{chat.base_url()}"\n'
+    )
+    live = ReplayModelAPI("any-name", manifest=str(manifest))
+    try:
+        assert replay.max_connections() == 64
+        assert live.max_connections() == 10  # Inspect's own default
+    finally:
+        replay.close()
+        live.close()

@@ -327,6 +327,7 @@ class ReplayModelAPI(ModelAPI):
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
         self._provider = _open(model_args)
+        self._kind: str = self._provider.snapshot()["kind"]
 
     @property
     def provider(self) -> Any:
@@ -362,9 +363,10 @@ class ReplayModelAPI(ModelAPI):
         return False
 
     def max_connections(self) -> int:
-        # Replay answers locally; a live or record manifest's adapter bounds its own
-        # requests. Inspect's --max-connections still applies when given.
-        return 64
+        # Replay answers locally, so concurrency is not a rate limit there; a live or
+        # record manifest reaches a real endpoint and keeps Inspect's default. Inspect's
+        # --max-connections overrides both.
+        return 64 if self._kind == "replay" else super().max_connections()
 
     async def aclose(self) -> None:
         self.close()
