@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -488,3 +489,83 @@ def test_replay_allows_more_concurrency_than_a_live_endpoint(
     finally:
         replay.close()
         live.close()
+
+
+@pytest.mark.timeout(180)
+def test_tool_loop_authored_from_misses_then_replayed(tmp_path: Path, no_leaks: None) -> None:
+    """The authoring loop through Inspect's own tool loop: run, read the hash from the
+    failed sample, add the entry, rerun, until the sample passes; then it replays alike."""
+    from inspect_ai.solver import use_tools
+    from inspect_ai.tool import tool
+
+    @tool
+    def add() -> Any:
+        async def execute(x: int, y: int) -> int:
+            """Add two numbers.
+
+            Args:
+                x: First number.
+                y: Second number.
+            """
+            return x + y
+
+        return execute
+
+    def adding_task() -> Task:
+        return Task(
+            dataset=[Sample(input="What is 1 + 2?", target="3")],
+            solver=[use_tools(add()), generate()],
+            scorer=includes(),
+        )
+
+    fixture = tmp_path / "tools.jsonl"
+    fixture.write_bytes(b"")
+    answers = [
+        {
+            "content": None,
+            "tool_calls": [{"id": "call_7", "name": "add", "arguments": '{"x": 1, "y": 2}'}],
+            "finish_reason": "tool_calls",
+        },
+        {"content": "1 + 2 = 3", "finish_reason": "stop"},
+    ]
+    hashes = []
+    for answer in answers:
+        with get_model("replay/any-name", fixture=str(fixture), memoize=False) as model:
+            log = run_eval(model, tmp_path, task=adding_task(), fail_on_error=False)
+        assert log.samples is not None
+        error = log.samples[0].error
+        assert error is not None
+        found = re.search(r"request_hash: (sha256:[0-9a-f]{64})", error.message)
+        assert found is not None, error.message
+        hashes.append(found[1])
+        with fixture.open("ab") as out:
+            out.write(entry_line(found[1], answer) + b"\n")
+    assert hashes[0] != hashes[1]
+    outputs = []
+    for _ in range(2):
+        with get_model("replay/any-name", fixture=str(fixture), memoize=False) as model:
+            log = run_eval(model, tmp_path, task=adding_task())
+        assert log.status == "success"
+        assert log.samples is not None
+        (sample,) = log.samples
+        tool_messages = [m for m in sample.messages if isinstance(m, ChatMessageTool)]
+        assert [m.text for m in tool_messages] == ["3"]
+        outputs.append(sample.output.completion)
+    assert outputs == ["1 + 2 = 3", "1 + 2 = 3"]
+
+
+@pytest.mark.timeout(120)
+def test_live_manifest_asks_the_endpoint_without_scope(
+    tmp_path: Path, chat: ChatServer, no_leaks: None
+) -> None:
+    manifest = tmp_path / "live.toml"
+    manifest.write_text(
+        '[provider]\nkind = "live"\nadapter = "openai"\nmodel = "m"\nmax_retries = 0\n'
+        f'base_url = "{chat.base_url()}"\n'
+    )
+    with get_model("replay/any-name", manifest=str(manifest), memoize=False) as model:
+        answers = completions(run_eval(model, tmp_path))
+    assert len(answers) == len(QUESTIONS) * EPOCHS
+    assert chat.count("echo") == len(QUESTIONS) * EPOCHS
+    assert all("scope" not in r.body for r in chat.received)
+    assert all(r.body["temperature"] == 1.0 for r in chat.received)
