@@ -355,3 +355,11 @@ def test_live_manifest_cannot_replay(tmp_path: Path) -> None:
     manifest.write_text('[provider]\nkind = "live"\nadapter = "openai"\nmodel = "m"\n')
     with pytest.raises(ManifestError, match="needs a fixture"):
         provider_mapping(manifest, "replay")
+
+
+@pytest.mark.timeout(120)
+def test_plugin_can_be_turned_off(project: pytest.Pytester) -> None:
+    project.makepyfile(test_app="def test_x(replay_provider):\n    pass\n")
+    result = run(project, "-p", "no:replay_actor")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'replay_provider' not found*"])
