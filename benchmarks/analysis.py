@@ -66,6 +66,13 @@ METHOD: Final = """\
 - **P9**: threads start on a barrier; worker processes each acquire their own actor and
   are told to go together, and aggregate throughput is all calls over first start to
   last end; asyncio gathers 400 `acomplete()` tasks (report only).
+- **P12**: `openai_client(replay manifest)` `chat.completions.create(**body)` with the
+  realistic request as an OpenAI body (its neutral form hashes as the realistic request;
+  asserted), on the 100-entry fixture, vs the floor: the same SDK call on an
+  `openai.OpenAI` over `httpx2.MockTransport` returning the same canned `chat.completion`
+  JSON, plus one `complete()` of the realistic request on a handle of its own. Both
+  answers are asserted equal first. The difference is the transport and the vendor
+  mapping (body decode, body -> neutral request, neutral response -> vendor JSON).
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own

@@ -182,6 +182,36 @@ def test_openai_tool_loop_replays(conversation: dict[str, Any]) -> None:
         assert second.choices[0].finish_reason == "stop"
 
 
+@pytest.mark.parametrize("how", ["object", "model_dump", "model_dump_json"])
+def test_openai_tool_loop_sends_the_response_message_back(
+    conversation: dict[str, Any], how: str
+) -> None:
+    """Appending the SDK's own message object (or its dump) to the conversation hits the
+    same entry: what the SDK echoes back empty (refusal, annotations, audio,
+    function_call) is not part of the request."""
+    with openai_client(conversation) as client:
+        first = client.chat.completions.create(
+            model=MODEL, messages=OPENAI_TURN1, tools=OPENAI_TOOLS, max_tokens=200
+        )
+        message = first.choices[0].message
+        sent: Any = {
+            "object": message,
+            "model_dump": message.model_dump(),
+            "model_dump_json": json.loads(message.model_dump_json()),
+        }[how]
+        second = client.chat.completions.create(
+            model=MODEL,
+            messages=[
+                *OPENAI_TURN1,
+                sent,
+                {"role": "tool", "tool_call_id": "call_7", "content": "sunny, 24C"},
+            ],
+            tools=OPENAI_TOOLS,
+            max_tokens=200,
+        )
+    assert second.choices[0].message.content == "It is sunny in Paris."
+
+
 def test_anthropic_tool_loop_replays_the_same_entries(conversation: dict[str, Any]) -> None:
     with anthropic_client(conversation) as client:
         assert isinstance(client, anthropic.Anthropic)
@@ -209,6 +239,33 @@ def test_anthropic_tool_loop_replays_the_same_entries(conversation: dict[str, An
         assert second.stop_reason == "end_turn"
         assert [b.type for b in second.content] == ["text"]
         assert second.content[0].text == "It is sunny in Paris."  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("how", ["objects", "model_dump"])
+def test_anthropic_tool_loop_sends_the_response_blocks_back(
+    conversation: dict[str, Any], how: str
+) -> None:
+    with anthropic_client(conversation) as client:
+        kwargs: dict[str, Any] = {"model": CLAUDE, "system": SYSTEM, "max_tokens": 200}
+        kwargs["tools"] = ANTHROPIC_TOOLS
+        first = client.messages.create(messages=ANTHROPIC_TURN1, **kwargs)
+        content: Any = (
+            first.content if how == "objects" else [b.model_dump() for b in first.content]
+        )
+        second = client.messages.create(
+            messages=[
+                *ANTHROPIC_TURN1,
+                {"role": "assistant", "content": content},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "call_7", "content": "sunny, 24C"}
+                    ],
+                },
+            ],
+            **kwargs,
+        )
+    assert second.content[0].text == "It is sunny in Paris."
 
 
 def test_both_vendors_hash_the_conversation_alike() -> None:
@@ -690,3 +747,75 @@ def test_httpx_transports_serve_frameworks_on_httpx(conversation: dict[str, Any]
         assert other.closed
 
     asyncio.run(main())
+
+
+SDK_WORKFLOW = """
+import sys
+import openai
+from replay_actor import anthropic_client, openai_client
+manifest = {"provider": {"kind": "replay", "fixture": sys.argv[1]}}
+with openai_client(manifest) as client:
+    hello = [{"role": "user", "content": "hello"}]
+    print(client.chat.completions.create(model="m", messages=hello, max_tokens=50).id)
+    for chunk in client.chat.completions.create(
+        model="m", messages=hello, max_tokens=50, stream=True
+    ):
+        pass
+    try:
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "?"}])
+    except openai.NotFoundError:
+        print("miss")
+with anthropic_client(manifest) as claude:
+    try:
+        claude.messages.create(model="m", max_tokens=5, messages=hello)
+    except Exception as exc:
+        print(type(exc).__name__)
+"""
+
+
+def test_the_sdk_replay_path_creates_only_unix_sockets(
+    conversation: dict[str, Any], tmp_path: Path
+) -> None:
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from tests.test_no_network import SITECUSTOMIZE
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    log = tmp_path / "audit.log"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    env["AUDIT_LOG"] = str(log)
+    done = subprocess.run(
+        [sys.executable, "-c", SDK_WORKFLOW, conversation["provider"]["fixture"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1:] == ["miss", "NotFoundError"]
+    families = {int(line.split()[2]) for line in log.read_text().splitlines()}
+    assert families == {int(socket.AF_UNIX)}
+
+
+def test_a_lost_actor_is_a_503_not_retried(counted: Counting) -> None:
+    import os
+    import signal
+
+    client = counted_anthropic(counted)
+    pid = counted.inner.actor_pid
+    os.kill(pid, signal.SIGKILL)  # the actor this test acquired, by its PID
+    assert wait_gone(pid)
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        client.messages.create(
+            model=CLAUDE, max_tokens=50, messages=[{"role": "user", "content": "hello"}]
+        )
+    assert caught.value.status_code == 503
+    assert caught.value.body["error"]["type"] == "replay_unavailable"  # type: ignore[index]
+    assert counted.calls == 1

@@ -316,6 +316,19 @@ def test_anthropic_adapter_maps_the_whole_request(claude: AnthropicServer, key_e
     }
 
 
+def test_anthropic_is_registered_and_built_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    from replay_actor.adapters.base import ADAPTER_GROUP, load_adapter_factory
+
+    names = [ep.name for ep in importlib.metadata.entry_points(group=ADAPTER_GROUP)]
+    assert "anthropic" in names
+    assert load_adapter_factory("anthropic") is AnthropicAdapter
+    # Stale metadata (an editable install never regenerated): the built-in class still.
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [])
+    assert load_adapter_factory("anthropic") is AnthropicAdapter
+
+
 def test_anthropic_adapter_defaults_and_unknown_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     adapter = AnthropicAdapter({"model": "m"})
     try:
@@ -344,6 +357,9 @@ def test_planted_key_stays_out_of_fixture_journal_errors_and_logs(
     seen: list[str] = []
     with make_openai_client(record(openai_table(chat), fixture)) as client:
         client.chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}])
+        # While the session is open: the fixture and its crash journal.
+        during = [p.read_bytes().decode() for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(during) >= 2
     # Endpoints that echo the key in their error bodies (as vendors do).
     for manifest, api in (
         (live(openai_table(chat, "401")), "openai"),
@@ -374,7 +390,7 @@ def test_planted_key_stays_out_of_fixture_journal_errors_and_logs(
     files = [p.read_bytes().decode() for p in tmp_path.rglob("*") if p.is_file()]
     assert files  # the fixture (and its journal, while it lived) were written
     logs = [record.getMessage() for record in caplog.records]
-    for text in seen + files + logs:
+    for text in seen + during + files + logs:
         assert SECRET_KEY not in text
     assert any(r.headers.get("authorization") == f"Bearer {SECRET_KEY}" for r in chat.received)
 

@@ -18,9 +18,13 @@ from ..vendors.openai import from_response, to_body
 from ._config import HTTPConfig
 from ._http import HTTPAdapter
 
-__all__ = ["DEFAULT_BASE_URL", "OpenAIAdapter"]
+__all__ = ["DEFAULT_BASE_URL", "OpenAIAdapter", "from_openai_response", "to_openai_body"]
 
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
+
+# The names this module had before the mapping moved to vendors.openai.
+to_openai_body: Final = to_body
+from_openai_response: Final = from_response
 
 
 class OpenAIAdapter(HTTPAdapter):

@@ -70,15 +70,18 @@ _encode: Final = msgspec.json.encode
 # -- vendor body -> neutral request -------------------------------------------------------
 
 
-def _strip_cache_control(block: Any) -> Any:
-    if type(block) is dict and "cache_control" in block:
-        block = {k: v for k, v in block.items() if k != "cache_control"}
+def _clean_block(block: Any) -> Any:
+    """A block without ``cache_control`` (delivery, not meaning) and without keys set to
+    null: the API reads a null optional field as absent, and a response block sent back
+    through ``model_dump()`` carries several (``citations``, ``caller``, ...)."""
+    if type(block) is dict and ("cache_control" in block or None in block.values()):
+        block = {k: v for k, v in block.items() if k != "cache_control" and v is not None}
     return block
 
 
 def _blocks(content: Any) -> Any:
     if type(content) is list:
-        return [_strip_cache_control(block) for block in content]
+        return [_clean_block(block) for block in content]
     return content
 
 

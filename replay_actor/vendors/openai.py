@@ -62,6 +62,7 @@ _RESERVED_BODY_KEYS: Final = frozenset(
     {"model", "messages", "tools", "tool_choice", "response_format", "stream"}
 )
 _encode: Final = msgspec.json.encode
+_ECHOED: Final = ("refusal", "annotations", "audio", "function_call")
 
 
 # -- vendor body -> neutral request -------------------------------------------------------
@@ -76,13 +77,11 @@ def _message(message: Any, i: int) -> dict[str, Any]:
         out["role"] = "system"
     if "content" in out:
         out["content"] = collapse_content(out["content"])
-    # What the SDK echoes back from a response but a request cannot mean otherwise.
-    if out.get("refusal", 0) is None:
-        del out["refusal"]
-    if out.get("annotations", 0) == []:
-        del out["annotations"]
-    if out.get("audio", 0) is None:
-        del out["audio"]
+    # What the SDK echoes back when a response message is sent again (as the object, or
+    # its model_dump()): empty, so it says nothing a request could mean otherwise.
+    for key in _ECHOED:
+        if key in out and out[key] in (None, []):
+            del out[key]
     calls = out.get("tool_calls")
     if calls is not None:
         if type(calls) is not list:
