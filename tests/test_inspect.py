@@ -43,7 +43,7 @@ from inspect_ai.solver import generate
 from inspect_ai.tool import ToolCall, ToolCallError, ToolFunction, ToolInfo, ToolParams
 from inspect_ai.util import JSONSchema
 
-from replay_actor import ManifestError, load_fixture, request_hash
+from replay_actor import ManifestError, ReplayProvider, load_fixture, request_hash
 from replay_actor.fixture import entry_line
 from replay_actor.integrations.inspect_ai import ReplayModelAPI, to_output, to_request
 from tests.chat_server import ChatServer
@@ -205,6 +205,7 @@ def test_private_miss_names_no_hash_anywhere_in_the_log(
     with get_model("replay/any-name", fixture=str(fixture), private=True, memoize=False) as model:
         log = run_eval(model, tmp_path, fail_on_error=False)
         assert isinstance(model.api, ReplayModelAPI)
+        assert isinstance(model.api.provider, ReplayProvider)
         inspected = model.api.provider.inspect()
     assert inspected["misses"] == [{"request_hash": digest, "count": 1}]
     assert log.samples is not None

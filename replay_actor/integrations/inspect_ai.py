@@ -57,6 +57,7 @@ from inspect_ai.tool import ToolCall, ToolChoice, ToolFunction, ToolInfo
 from inspect_ai.util._json import json_schema_dump
 
 from .._errors import ManifestError, ReplayMiss, SequenceExhausted
+from .._interface import Provider
 from ..vendors._common import canonical_arguments, collapse_content
 
 __all__ = ["ReplayModelAPI", "replay", "to_output", "to_request"]
@@ -327,10 +328,14 @@ class ReplayModelAPI(ModelAPI):
     ) -> None:
         super().__init__(model_name, base_url, api_key, [], config)
         self._provider = _open(model_args)
-        self._kind: str = self._provider.snapshot()["kind"]
+        try:
+            self._kind: str = self._provider.snapshot()["kind"]
+        except BaseException:
+            self._provider.release()
+            raise
 
     @property
-    def provider(self) -> Any:
+    def provider(self) -> Provider:
         """The replay-actor provider behind this model (``snapshot()``, ``inspect()``)."""
         return self._provider
 
@@ -376,7 +381,7 @@ class ReplayModelAPI(ModelAPI):
         self._provider.release()
 
 
-def _open(model_args: dict[str, Any]) -> Any:
+def _open(model_args: dict[str, Any]) -> Provider:
     """The provider the model args describe; ``ManifestError`` naming a wrong arg."""
     args = dict(model_args)
     manifest = args.pop("manifest", None)

@@ -68,6 +68,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
 from .._errors import ReplayMiss, RequestError, SequenceExhausted
+from .._interface import Provider
 from ..vendors._common import canonical_arguments, collapse_content
 
 __all__ = ["ReplayModel", "ReplayStreamedResponse"]
@@ -333,7 +334,7 @@ class ReplayModel(Model):
         return "replay"
 
     @property
-    def replay_provider(self) -> Any:
+    def replay_provider(self) -> Provider:
         """The replay-actor provider behind this model (``snapshot()``, ``inspect()``)."""
         return self._replay
 
