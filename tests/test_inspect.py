@@ -96,12 +96,12 @@ def write_fixture(path: Path, skip: tuple[int, int] | None = None) -> dict[tuple
 
 
 def run_eval(model: Model, tmp_path: Path, task: Task | None = None, **kwargs: Any) -> EvalLog:
+    kwargs.setdefault("max_samples", 4)
     logs = eval(
         task or colours_task(),
         model=model,
         log_dir=str(tmp_path / "logs"),
         display="none",
-        max_samples=4,
         **kwargs,
     )
     assert len(logs) == 1
@@ -148,7 +148,14 @@ def test_record_then_replay_with_the_server_stopped(tmp_path: Path, no_leaks: No
     fixture = tmp_path / "recorded.jsonl"
     server = ChatServer()
     try:
-        live = {"adapter": "openai", "model": "m", "base_url": server.base_url(), "max_retries": 0}
+        # Answers finish out of the order they were asked in, as a real endpoint's do:
+        # without the epoch in scope, the recording's order would not be the replay's.
+        live = {
+            "adapter": "openai",
+            "model": "m",
+            "base_url": server.base_url("jitter"),
+            "max_retries": 0,
+        }
         manifest = tmp_path / "record.toml"
         manifest.write_text(
             f'[provider]\nkind = "record"\nfixture = "{fixture.name}"\n'
@@ -156,7 +163,8 @@ def test_record_then_replay_with_the_server_stopped(tmp_path: Path, no_leaks: No
             + "".join(f"{k} = {json.dumps(v)}\n" for k, v in live.items())
         )
         with get_model("replay/any-name", manifest=str(manifest), memoize=False) as model:
-            recorded = completions(run_eval(model, tmp_path))
+            # Every (sample, epoch) at once: a sample's epochs ask the same thing together.
+            recorded = completions(run_eval(model, tmp_path, max_samples=len(QUESTIONS) * EPOCHS))
         sent = [r.body for r in server.received]
     finally:
         server.close()
