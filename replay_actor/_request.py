@@ -8,7 +8,7 @@ A request is what the workflow builds before any vendor adapter sees it. It arri
         --sorted encode, defaults omitted--> canonical bytes --sha256--> request_hash
 
 Free-form fields (``params``, tool ``parameters``, content parts, ``tool_choice``,
-``response_format``) are the only parts walked in Python; message strings, the bulk of
+``response_format``, ``scope``) are the only parts walked in Python; message strings, the bulk of
 a prompt, are checked by msgspec and never revisited.
 """
 
@@ -69,6 +69,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     tool_choice: str | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
     params: dict[str, Any] = {}
+    #: Tells apart otherwise identical requests that must get their own answers (an
+    #: epoch, a rollout id); hashed, never sent to a live model. See docs/authoring.md.
+    scope: dict[str, Any] | None = None
 
 
 #: What every provider's ``complete`` accepts.
@@ -130,6 +133,9 @@ def _prepare_free_fields(req: Request, fast: bool) -> None:
         req.response_format = prepare(req.response_format, "$.response_format", fast=fast)
     if req.params:
         req.params = prepare(req.params, "$.params", fast=fast)
+    if req.scope is not None:
+        # An empty scope pairs nothing apart: it hashes as no scope at all.
+        req.scope = prepare(req.scope, "$.scope", fast=fast) if req.scope else None
 
 
 def canonical_request(request: RequestLike) -> bytes:

@@ -6,6 +6,7 @@ the answer:
 
 =============  ================================================================================
 ``echo``       200; content ``"{n}: {last message's content}"``, n counting this scenario's calls
+``jitter``     as ``echo``, after 0-150 ms (fixed per n): answers finish out of order
 ``tools``      200; one tool call (``get_weather``, ``{"city":"Paris"}``), finish ``tool_calls``
 ``429xN``      the first N calls get 429 with ``Retry-After: 0``, then as ``echo``
 ``500``        always 500, with an error body that echoes the Authorization header and prompt
@@ -81,6 +82,11 @@ class _Handler(BaseHTTPRequestHandler):
         if scenario.startswith("429x") and n <= int(scenario[4:]):
             self._send(429, b'{"error":{"code":"rate_limit"}}', {"Retry-After": "0"})
         elif scenario in ("echo",) or scenario.startswith("429x"):
+            self._send(200, _completion(f"{n}: {prompt}", None, "stop"))
+        elif scenario == "jitter":
+            # Answers finish in another order than they were asked (0 to 150 ms, fixed
+            # per call number): what a real endpoint does to concurrent requests.
+            owner.stopping.wait(((n * 7) % 4) * 0.05)
             self._send(200, _completion(f"{n}: {prompt}", None, "stop"))
         elif scenario == "tools":
             call = {

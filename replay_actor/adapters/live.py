@@ -34,6 +34,19 @@ def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any]]:
     return "sha256:" + hashlib.sha256(canonical).hexdigest(), plain
 
 
+def _for_model(plain: dict[str, Any]) -> dict[str, Any]:
+    """The request as an adapter sees it: without ``scope``.
+
+    ``scope`` only pairs otherwise identical requests with their own recorded answers
+    (docs/authoring.md); it is part of the hash, never of what a model is asked. Dropping
+    it here, before any adapter, keeps every adapter (third-party ones included) from
+    sending it.
+    """
+    if "scope" not in plain:
+        return plain
+    return {key: value for key, value in plain.items() if key != "scope"}
+
+
 def _refuse(plain: dict[str, Any]) -> None:
     """``RequestError`` naming a parameter the neutral response cannot hold (``n`` other
     than 1, ``logprobs``, ``stream``, audio or other output modalities), before anything
@@ -80,7 +93,7 @@ class LiveProvider:
         _refuse(plain)
         self._begin()
         try:
-            return self._adapter.complete(plain)
+            return self._adapter.complete(_for_model(plain))
         except BaseException:
             self._failed()
             raise
@@ -90,7 +103,7 @@ class LiveProvider:
         _refuse(plain)
         self._begin()
         try:
-            return await self._adapter.acomplete(plain)
+            return await self._adapter.acomplete(_for_model(plain))
         except BaseException:
             self._failed()
             raise

@@ -1,0 +1,393 @@
+"""The pytest plugin: a provider per test, from a marker or the ini file (docs/pytest.md).
+
+pytest loads it through the ``pytest11`` entry point of replay-actor's package metadata.
+It follows pytest-recording's conventions where they fit: a marker on the test (or its
+module or class) says where the recording is, relative to the test file; an ini option
+gives a default; one command-line option switches the whole run between replaying and
+recording::
+
+    @pytest.mark.replay(fixture="fixtures/chat.jsonl")
+    def test_answer(replay_openai):
+        replay_openai.chat.completions.create(model="m", messages=[...])
+
+    pytest --replay-mode=record      # the manifest's [provider.live] answers what is missing
+
+Fixtures: ``replay_provider`` (the provider itself), ``replay_openai`` and
+``replay_anthropic`` (the vendors' SDK clients over that same provider). One acquisition
+per test, released at its teardown. A miss or an exhausted sequence fails the test with
+the exact message, even when the code under test swallowed the exception. At the end
+the terminal summary has one line per fixture: calls, misses, exhausted sequences and
+entries no test asked for.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import pytest
+
+from .._errors import ManifestError, ReplayMiss, SequenceExhausted
+from .._request import RequestLike, request_hash
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+    from .._interface import Provider
+
+__all__ = [
+    "MODES",
+    "provider_mapping",
+    "pytest_addoption",
+    "pytest_configure",
+    "replay_anthropic",
+    "replay_openai",
+    "replay_provider",
+]
+
+MODES: Final = ("replay", "record", "live")
+_MARKER: Final = "replay"
+_INI: Final = "replay_manifest"
+_MARKER_KEYS: Final = frozenset({"manifest", "fixture", "private"})
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("replay-actor", "replay-actor: model answers from a frozen fixture")
+    group.addoption(
+        "--replay-mode",
+        choices=MODES,
+        default=None,
+        help="override every manifest's kind for this run: replay (answer from the fixture "
+        "only), record (ask the manifest's live model for what is missing and append it), "
+        "live (ask the live model for everything)",
+    )
+    parser.addini(
+        _INI,
+        "manifest for tests that use a replay fixture but have no @pytest.mark.replay "
+        "(relative to the ini file)",
+        default=None,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "replay(manifest=None, fixture=None, private=False): the replay-actor manifest or "
+        "fixture for this test's replay_provider (relative to the test file)",
+    )
+    config.stash[_STATS] = {}
+
+
+# -- choosing the provider --------------------------------------------------------------------
+
+
+def provider_mapping(manifest: str | os.PathLike[str], mode: str | None) -> Mapping[str, Any]:
+    """The manifest at ``manifest`` with its kind switched to ``mode`` (``None``: as is).
+
+    Paths come back absolute. A record manifest holds everything every mode needs (the
+    fixture and the live table), so it switches to any; a replay manifest has no live
+    model to ask and a live one no fixture, so switching those raises ``ManifestError``.
+    """
+    from ..manifest import _read
+
+    data, base = _read(manifest)
+    table = data.get("provider")
+    if not isinstance(table, Mapping):
+        # Let the manifest loader report it, with its usual words.
+        return data
+    table = dict(table)
+    for key in ("fixture", "inspection"):
+        if isinstance(table.get(key), str):
+            table[key] = os.path.join(base, table[key])
+    kind = table.get("kind")
+    if mode is None or mode == kind:
+        return {**data, "provider": table}
+    if kind == "record":
+        if mode == "replay":
+            kept = {k: v for k, v in table.items() if k in {"fixture", "data", "ceilings"}}
+            return {"provider": {"kind": "replay", **kept}}
+        live = table.get("live")
+        if not isinstance(live, Mapping):
+            return {**data, "provider": table}  # the loader names the missing table
+        return {"provider": {"kind": "live", **live}}
+    if kind == "replay":
+        raise ManifestError(
+            f"--replay-mode={mode} needs a record manifest (its [provider.live] table says "
+            f"which model to ask); {os.fspath(manifest)} is a replay manifest",
+            key="provider.kind",
+        )
+    raise ManifestError(
+        f"--replay-mode={mode} needs a fixture; {os.fspath(manifest)} is a {kind} manifest",
+        key="provider.kind",
+    )
+
+
+def _source(request: pytest.FixtureRequest) -> tuple[Mapping[str, Any], str]:
+    """The manifest mapping for this test and the name its summary line goes under."""
+    mode: str | None = request.config.getoption("--replay-mode")
+    marker = request.node.get_closest_marker(_MARKER)
+    if marker is not None:
+        if marker.args:
+            raise pytest.UsageError("@pytest.mark.replay takes keywords: manifest= or fixture=")
+        unknown = sorted(set(marker.kwargs) - _MARKER_KEYS)
+        if unknown:
+            raise pytest.UsageError(f"@pytest.mark.replay got an unknown keyword {unknown[0]}")
+        manifest = marker.kwargs.get("manifest")
+        fixture = marker.kwargs.get("fixture")
+        if (manifest is None) == (fixture is None):
+            raise pytest.UsageError(
+                "@pytest.mark.replay needs exactly one of manifest= or fixture="
+            )
+        here = request.path.parent
+        if fixture is not None:
+            if mode not in (None, "replay"):
+                raise pytest.UsageError(
+                    f"--replay-mode={mode} needs a record manifest: "
+                    "@pytest.mark.replay(fixture=...) can only replay"
+                )
+            path = here / fixture
+            data = "private" if marker.kwargs.get("private") else "normal"
+            mapping = {"provider": {"kind": "replay", "fixture": str(path), "data": data}}
+            return mapping, _display(request.config, path)
+        if "private" in marker.kwargs:
+            raise pytest.UsageError('with manifest=, set data = "private" in the manifest')
+        return _from_manifest(request.config, here / manifest, mode)
+    ini: str | None = request.config.getini(_INI)
+    if not ini:
+        raise pytest.UsageError(
+            f"{request.node.nodeid} uses a replay fixture but has no @pytest.mark.replay("
+            f"manifest=... | fixture=...) and no {_INI} in the ini file"
+        )
+    folder = request.config.inipath.parent if request.config.inipath else request.config.rootpath
+    return _from_manifest(request.config, folder / ini, mode)
+
+
+def _from_manifest(
+    config: pytest.Config, path: Path, mode: str | None
+) -> tuple[Mapping[str, Any], str]:
+    mapping = provider_mapping(path, mode)
+    table = mapping.get("provider")
+    fixture = table.get("fixture") if isinstance(table, Mapping) else None
+    if isinstance(table, Mapping) and table.get("kind") == "record" and isinstance(fixture, str):
+        # As pytest-recording creates its cassette folder: recording starts from nothing.
+        os.makedirs(os.path.dirname(fixture), exist_ok=True)
+    name = _display(config, Path(fixture)) if isinstance(fixture, str) else _display(config, path)
+    return mapping, name
+
+
+def _display(config: pytest.Config, path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(config.rootpath.resolve()))
+    except ValueError:
+        return str(path)
+
+
+# -- counting ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stats:
+    """One fixture's counters over the whole run."""
+
+    kind: str = "replay"
+    calls: int = 0
+    misses: int = 0
+    exhausted: int = 0
+    recorded: int = 0
+    entries: int = 0
+    used: set[str] = field(default_factory=set)
+
+    def line(self, name: str) -> str:
+        words = [f"{self.calls} calls", f"{self.misses} misses"]
+        words.append(f"{self.exhausted} exhausted sequences")
+        if self.kind == "record":
+            words.append(f"{self.recorded} recorded")
+        if self.kind != "live":
+            words.append(f"{max(self.entries - len(self.used), 0)} unused entries")
+        return f"{name} ({self.kind}): " + ", ".join(words)
+
+
+_STATS: Final = pytest.StashKey[dict[str, _Stats]]()
+_FAILURES: Final = pytest.StashKey[list[str]]()
+
+
+class _Counted:
+    """The test's provider, counting what it answers and remembering each failure.
+
+    A miss must fail the test even when the code under test catches it (an SDK turns it
+    into its own exception, an application retries or falls back): the message is kept
+    and the report hook fails the test with it. Hit hashes are kept as a set, so that
+    entries no test asked for can be counted; nothing is printed from them.
+
+    In private mode a failure is raised afresh from this frame, outside the ``except``
+    block: the provider's frames (whose locals hold the request hash) and the original
+    exception never reach pytest's report, even with ``--showlocals``.
+    """
+
+    def __init__(
+        self, provider: Provider, stats: _Stats, failures: list[str], *, private: bool
+    ) -> None:
+        self._provider = provider
+        self._stats = stats
+        self._failures = failures
+        self._private = private
+
+    def _failed(self, exc: ReplayMiss | SequenceExhausted) -> None:
+        if isinstance(exc, ReplayMiss):
+            self._stats.misses += 1
+        else:
+            self._stats.exhausted += 1
+        self._failures.append(str(exc))
+
+    def _served(self, request: RequestLike) -> None:
+        if self._stats.kind != "live":
+            self._stats.used.add(request_hash(request))
+
+    def complete(self, request: RequestLike) -> dict[str, Any]:
+        self._stats.calls += 1
+        failure: type[ReplayMiss | SequenceExhausted] | None = None
+        try:
+            answer = self._provider.complete(request)
+        except (ReplayMiss, SequenceExhausted) as exc:
+            self._failed(exc)
+            if not self._private:
+                raise
+            failure = type(exc)
+        if failure is not None:
+            raise failure()  # private: see the class docstring
+        self._served(request)
+        return answer
+
+    async def acomplete(self, request: RequestLike) -> dict[str, Any]:
+        self._stats.calls += 1
+        failure: type[ReplayMiss | SequenceExhausted] | None = None
+        try:
+            answer = await self._provider.acomplete(request)
+        except (ReplayMiss, SequenceExhausted) as exc:
+            self._failed(exc)
+            if not self._private:
+                raise
+            failure = type(exc)
+        if failure is not None:
+            raise failure()  # private: see the class docstring
+        self._served(request)
+        return answer
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._provider.snapshot()
+
+    def inspect(self) -> dict[str, Any]:
+        inspect = getattr(self._provider, "inspect", None)
+        if inspect is None:
+            raise AttributeError(f"a {self._stats.kind} provider has no inspect()")
+        result: dict[str, Any] = inspect()
+        return result
+
+    @property
+    def closed(self) -> bool:
+        return self._provider.closed
+
+    def release(self) -> None:
+        self._provider.release()
+
+    def __enter__(self) -> _Counted:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<replay_provider {self._provider!r}>"
+
+
+# -- fixtures and hooks --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
+    """This test's provider (one acquisition), from its marker or the ini option."""
+    from ..manifest import open_provider
+
+    mapping, name = _source(request)
+    provider = open_provider(mapping)
+    all_stats = request.config.stash[_STATS]
+    stats = all_stats.get(name)
+    snapshot = provider.snapshot()
+    if stats is None:
+        stats = all_stats[name] = _Stats(kind=snapshot["kind"])
+    failures: list[str] = []
+    request.node.stash[_FAILURES] = failures
+    table = mapping.get("provider")
+    private = isinstance(table, Mapping) and table.get("data") == "private"
+    counted = _Counted(provider, stats, failures, private=private)
+    try:
+        yield counted
+    finally:
+        try:
+            if stats.kind != "live":
+                after = provider.snapshot()
+                stats.entries = max(stats.entries, int(after.get("entries", 0)))
+                stats.recorded += int(after.get("recorded", 0))
+        finally:
+            provider.release()
+
+
+@pytest.fixture
+def replay_openai(replay_provider: Provider) -> Iterator[openai.OpenAI]:
+    """An ``openai.OpenAI`` answered by this test's ``replay_provider``."""
+    import httpx2
+    import openai
+
+    from .sdk import PLACEHOLDER_KEY
+    from .transport import ProviderTransport
+
+    transport = ProviderTransport(replay_provider, "openai", release_on_close=False)
+    client = openai.OpenAI(api_key=PLACEHOLDER_KEY, http_client=httpx2.Client(transport=transport))
+    with client:
+        yield client
+
+
+@pytest.fixture
+def replay_anthropic(replay_provider: Provider) -> Iterator[anthropic.Anthropic]:
+    """An ``anthropic.Anthropic`` answered by this test's ``replay_provider``."""
+    import anthropic
+    import httpx2
+
+    from .sdk import PLACEHOLDER_KEY
+    from .transport import ProviderTransport
+
+    transport = ProviderTransport(replay_provider, "anthropic", release_on_close=False)
+    client = anthropic.Anthropic(
+        api_key=PLACEHOLDER_KEY, http_client=httpx2.Client(transport=transport)
+    )
+    with client:
+        yield client
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    if call.when != "call":
+        return
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    failures = item.stash.get(_FAILURES, None)
+    if report.passed and failures:
+        # The code under test swallowed the failure; the test must not pass on it.
+        report.outcome = "failed"
+        report.longrepr = "replay-actor: " + "\nreplay-actor: ".join(failures)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    stats = terminalreporter.config.stash.get(_STATS, {})
+    if not stats:
+        return
+    terminalreporter.write_sep("-", "replay-actor")
+    for name in sorted(stats):
+        terminalreporter.write_line(stats[name].line(name))
