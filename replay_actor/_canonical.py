@@ -16,16 +16,24 @@ the containers (strings are never walked, so a prompt's bulk costs nothing extra
 The same pass enforces the domain: dicts with string keys, lists, tuples, str, int
 within +-(2^53 - 1), finite floats, bool and None; anything else raises ``RequestError``
 with the JSON path of the offending value.
+
+``Memo`` remembers such work for the free-form values of requests (tool schemas,
+generation parameters), which an evaluation sends unchanged with every call. It is
+keyed by the values' ``marshal`` image, which is type-exact (``1``, ``1.0`` and ``True``,
+a list and a set, a str and its subclass all differ, and marshal refuses every type that
+is not a core one), so equal keys mean equal values and a hit is as good as the walk.
 """
 
 from __future__ import annotations
 
 import functools
+import marshal
 import math
 import re
+import threading
 from collections.abc import Callable
 from itertools import islice
-from typing import Annotated, Any, Final, Union
+from typing import Annotated, Any, Final, Generic, TypeVar, Union
 
 import msgspec
 
@@ -33,8 +41,10 @@ from ._errors import RequestError
 
 __all__ = [
     "MAX_SAFE_INTEGER",
-    "all_clean",
     "canonical_json",
+    "Memo",
+    "canonical_each",
+    "canonical_raws",
     "jcs_float",
     "needs_key_reorder",
     "prepare",
@@ -220,7 +230,6 @@ def _free_type(depth: int) -> Any:
 
 # A Struct wraps the type so msgspec builds its (large) type tree once, not per call.
 _FreeObject: Final = msgspec.defstruct("_FreeObject", [("v", _free_type(_FAST_DEPTH))])
-_FreeObjects: Final = msgspec.defstruct("_FreeObjects", [("v", list[_free_type(_FAST_DEPTH)])])  # type: ignore[misc]
 _ASTRAL_BYTES: Final = re.compile(rb"[\xf0-\xf4]")
 
 
@@ -237,15 +246,6 @@ def _fast_clean(obj: dict[Any, Any]) -> bool:
     except msgspec.ValidationError:
         return False
     return bool(converted == obj)
-
-
-def all_clean(objs: list[dict[str, Any]]) -> bool:
-    """``_fast_clean`` for several dicts in one conversion (e.g. every tool's schema)."""
-    try:
-        converted = msgspec.convert({"v": objs}, _FreeObjects).v  # type: ignore[attr-defined]
-    except msgspec.ValidationError:
-        return False
-    return bool(converted == objs)
 
 
 def needs_key_reorder(encoded: bytes) -> bool:
@@ -290,18 +290,126 @@ def canonical_json(value: Any) -> bytes:
     Accepts dicts with string keys, lists, tuples, str, int within +-(2^53 - 1),
     finite floats, bool and None; anything else raises ``RequestError``.
     """
-    encoded = encode_prepared(prepare(value), value)
+    return _canonical_at(value, "$")
+
+
+def _canonical_at(value: Any, where: str) -> bytes:
+    encoded = encode_prepared(prepare(value, where), value, where)
     if needs_key_reorder(encoded):
-        encoded = encode_prepared(prepare(value, fast=False), value)
+        encoded = encode_prepared(prepare(value, where, fast=False), value, where)
     return encoded
+
+
+_T = TypeVar("_T")
+
+
+class Memo(Generic[_T]):
+    """Results of a function of JSON values, keyed by the values' marshal image.
+
+    ``marshal`` is a C walk that writes every core type with its own code and refuses
+    every other type, subclasses included: ``1``, ``1.0`` and ``True``, a list, a tuple
+    and a set, a str and a str Enum all have different images. So two values with the
+    same image are the same value, types included, and a remembered result is exactly
+    what computing it again would give; a hit costs the walk and a dict lookup.
+
+    A result is computed from the image (``marshal.loads``), never from the caller's
+    objects, which another thread may be changing meanwhile. Values marshal refuses are
+    computed each time; exceptions are never remembered. Images larger than
+    ``max_value`` bytes are not kept, and the oldest entries go once ``max_bytes`` (keys
+    and results) is exceeded, so the memo's memory is bounded.
+    """
+
+    def __init__(self, size: Callable[[_T], int], *, max_value: int, max_bytes: int) -> None:
+        self._entries: dict[bytes, _T] = {}
+        self._get = self._entries.get
+        self._size = size
+        self._max_value = max_value
+        self._max_bytes = max_bytes
+        self._total = 0
+        self._lock = threading.Lock()
+        # The last hit, compared without hashing the key: one tuple, so that threads
+        # never see a key with another key's result.
+        self._last: tuple[bytes, _T] | None = None
+
+    def __call__(self, values: list[Any], compute: Callable[[list[Any]], _T]) -> _T:
+        try:
+            key = _marshal_dumps(values)
+        except (ValueError, RecursionError):  # a type marshal refuses, or too deep
+            return compute(values)
+        last = self._last
+        if last is not None and key == last[0]:  # as the previous call: a memcmp
+            return last[1]
+        found = self._get(key)
+        if found is not None:
+            self._last = (key, found)
+            return found
+        result = compute(marshal.loads(key))
+        if len(key) <= self._max_value:
+            self._keep(key, result)
+        return result
+
+    def _keep(self, key: bytes, result: _T) -> None:
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = result
+            self._total += len(key) + self._size(result)
+            while self._total > self._max_bytes:
+                oldest = next(iter(self._entries))  # dicts keep insertion order
+                self._total -= len(oldest) + self._size(self._entries.pop(oldest))
+
+    def clear(self) -> None:
+        with self._lock:
+            self._last = None
+            self._entries.clear()
+            self._total = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_marshal_dumps: Final = marshal.dumps
+
+
+def _raws_size(raws: tuple[msgspec.Raw | None, ...]) -> int:
+    return sum(len(raw) for raw in raws if raw is not None)
+
+
+#: Content parts: a pasted document is sent once, so large values are not kept.
+_content_memo: Final = Memo(_raws_size, max_value=256 * 1024, max_bytes=16 * 1024 * 1024)
+
+
+def canonical_raws(
+    values: list[Any], where: Callable[[int], str]
+) -> tuple[msgspec.Raw | None, ...]:
+    """``canonical_each(values, where)``, remembered (see ``Memo``)."""
+    return _content_memo(values, lambda image: canonical_each(image, where))
+
+
+def canonical_each(
+    values: list[Any], where: Callable[[int], str]
+) -> tuple[msgspec.Raw | None, ...]:
+    """The canonical bytes of each non-empty dict or list in ``values``.
+
+    Item ``i`` is ``canonical_json(values[i])`` as a ``msgspec.Raw``, or None when
+    ``values[i]`` is not a non-empty dict or list (nothing to canonicalise: the caller
+    keeps it as it is). Errors are ``RequestError`` naming the path ``where(i)``.
+    """
+    return tuple(
+        _Raw(_canonical_at(value, where(i)))
+        if (type(value) is dict or type(value) is list) and value
+        else None
+        for i, value in enumerate(values)
+    )
 
 
 def encode_prepared(prepared: Any, original: Any, where: str = "$") -> bytes:
     """Encode a value already passed through ``prepare`` (or a Struct holding such)."""
     try:
         return _encode(prepared)
-    except UnicodeEncodeError:
-        # msgspec refuses lone surrogates, which is what JCS requires; say where.
+    except (UnicodeEncodeError, TypeError):
+        # msgspec refuses lone surrogates, which is what JCS requires, and types it
+        # cannot encode (a UserDict passes the typed check: it equals its dict); say where.
         pass
     raise RequestError(_diagnose(original, where))
 
@@ -313,6 +421,8 @@ def _diagnose(value: Any, where: str) -> str:
         item, path, depth = stack.pop()
         if depth > 10_000:
             return f"value nests too deeply at {path}"
+        if isinstance(item, msgspec.Raw):
+            continue  # already canonical: checked when it was made
         if isinstance(item, msgspec.Struct):
             fields = msgspec.structs.asdict(item)
             for name in reversed(list(fields)):

@@ -4,23 +4,26 @@ A request is what the workflow builds before any vendor adapter sees it. It arri
 ``Request`` Struct or a plain mapping of the same shape; both go through one path:
 
     mapping | Request --msgspec.convert--> Request (typed fields checked in C)
-        --prepare free-form fields--> JSON-domain checked, floats patched for JCS
+        --each free-form value--> its RFC 8785 bytes as a msgspec.Raw (memoised)
         --sorted encode, defaults omitted--> canonical bytes --sha256--> request_hash
 
 Free-form fields (``params``, tool ``parameters``, content parts, ``tool_choice``,
-``response_format``) are the only parts walked in Python; message strings, the bulk of
-a prompt, are checked by msgspec and never revisited.
+``response_format``) are the only parts that need more than msgspec: ``_canonicalise``
+turns them into canonical bytes with ``_canonical.canonical_raws``, which remembers the
+values it has seen (an evaluation sends the same tools and parameters
+with every call). Message strings, the bulk of a prompt, are checked by msgspec and
+encoded once; the Struct's own keys are ASCII, so the sorted encode is already JCS.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 
-from ._canonical import all_clean, encode_prepared, needs_key_reorder, prepare
+from ._canonical import Memo, canonical_each, canonical_raws, encode_prepared
 from ._errors import RequestError
 
 __all__ = [
@@ -89,60 +92,130 @@ def _unstruct(value: Any) -> Any:
     return value
 
 
-def normalise_request(request: RequestLike, *, fast: bool = True) -> Request:
-    """Validate ``request`` and return a fresh, checked ``Request``.
-
-    Raises ``RequestError`` saying what is wrong and where (a JSON path).
-    """
+def _source(request: RequestLike) -> Mapping[str, Any]:
+    """The mapping to validate: ``request`` itself, or a Struct's fields as mappings."""
     if isinstance(request, Request):
-        source: Any = _unstruct(request)
-    elif isinstance(request, Mapping):
-        source = request
-    else:
-        raise RequestError(
-            f"a request must be a Request or a mapping, not {type(request).__name__}"
-        )
+        return _unstruct(request)  # type: ignore[no-any-return]
+    if isinstance(request, Mapping):
+        return request
+    raise RequestError(f"a request must be a Request or a mapping, not {type(request).__name__}")
+
+
+def _convert(source: Any, into: type[_T]) -> _T:
     try:
-        req = msgspec.convert(source, Request)
+        return msgspec.convert(source, into)
     except msgspec.ValidationError as exc:
         message = str(exc)
-    else:
-        _prepare_free_fields(req, fast)
-        return req
     # Raised outside the except block: no chained parser exception to carry along.
     raise RequestError(f"invalid request: {message}")
 
 
-def _prepare_free_fields(req: Request, fast: bool) -> None:
-    """Check and patch, in place on our fresh copy, every free-form field."""
-    for i, message in enumerate(req.messages):
+_T = TypeVar("_T")
+
+# The request is hashed in two parts. The messages change with every call; everything
+# else (tools, their schemas, generation parameters: the "configuration") is usually the
+# same for every call of an evaluation, so its canonical bytes are remembered (keyed by
+# its exact marshal image, see _canonical.canonical_raws). Request's fields sort as
+# "messages" first, so the canonical request is the messages' object with the
+# configuration's members appended.
+_FIELDS: Final = msgspec.structs.fields(Request)
+_CONFIG_NAMES: Final = tuple(field.name for field in _FIELDS if field.name != "messages")
+_REQUEST_NAMES: Final = frozenset(field.name for field in _FIELDS)
+_Config: Final[Any] = msgspec.defstruct(
+    "_Config",
+    [
+        (field.name, field.type, msgspec.field(default=field.default))
+        if field.default_factory is msgspec.NODEFAULT
+        else (field.name, field.type, msgspec.field(default_factory=field.default_factory))
+        for field in _FIELDS
+        if field.name != "messages"
+    ],
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+)
+
+
+class _Conversation(msgspec.Struct, omit_defaults=True):
+    """The messages of a request; its other fields are left to ``_Config``."""
+
+    messages: Annotated[list[Message], msgspec.Meta(min_length=1)]
+
+
+#: The free-form fields of ``Request`` itself: any JSON (``tool_choice`` may also be a
+#: plain string, which msgspec has checked and which is kept as it is). Adding a
+#: free-form field to ``Request`` is adding its name here.
+_TOP_LEVEL_FREE: Final = ("params", "response_format", "tool_choice")
+_TOP: Final = len(_TOP_LEVEL_FREE)
+_ABSENT: Final = ...  # marshal can write it, and it is no JSON value
+
+
+def _config_path(i: int) -> str:
+    return f"$.{_TOP_LEVEL_FREE[i]}" if i < _TOP else f"$.tools[{i - _TOP}].parameters"
+
+
+def _config_bytes(config: list[Any]) -> bytes:
+    """The configuration's members as they follow the messages: ``,"params":...}``.
+
+    ``config`` holds the values of ``_CONFIG_NAMES`` (``_ABSENT`` where missing).
+    """
+    present = {
+        name: value
+        for name, value in zip(_CONFIG_NAMES, config, strict=True)
+        if value is not _ABSENT
+    }
+    cfg = _convert(present, _Config)
+    tools = cfg.tools
+    values = [getattr(cfg, name) for name in _TOP_LEVEL_FREE]
+    values += [tool.parameters for tool in tools]
+    raws = canonical_each(values, _config_path)
+    for name, raw in zip(_TOP_LEVEL_FREE, raws[:_TOP], strict=True):
+        if raw is not None:
+            setattr(cfg, name, raw)
+    for tool, raw in zip(tools, raws[_TOP:], strict=True):
+        if raw is not None:
+            tool.parameters = raw
+    encoded = encode_prepared(cfg, cfg)
+    return b"}" if encoded == b"{}" else b"," + encoded[1:]
+
+
+#: Configurations: an evaluation has a few, each sent with every call.
+_config_memo: Final[Memo[bytes]] = Memo(len, max_value=1024 * 1024, max_bytes=16 * 1024 * 1024)
+
+
+def _canonical_parts(request: RequestLike) -> tuple[bytes, bytes]:
+    """The canonical request in two parts: the messages' object (its closing brace is
+    to be dropped), and the configuration's members (see ``_config_bytes``)."""
+    source = _source(request)
+    if not source.keys() <= _REQUEST_NAMES:
+        _convert(source, Request)  # says which field is unknown
+    conversation = _convert(source, _Conversation)  # ignores the configuration's keys
+    for i, message in enumerate(conversation.messages):
         if type(message.content) is list:
-            message.content = prepare(message.content, f"$.messages[{i}].content", fast=fast)
-    tools = req.tools
-    if fast and len(tools) > 1 and all_clean([tool.parameters for tool in tools]):
-        tools = []  # every schema checked at once, in C; nothing to patch
-    for i, tool in enumerate(tools):
-        if tool.parameters:
-            tool.parameters = prepare(tool.parameters, f"$.tools[{i}].parameters", fast=fast)
-    if type(req.tool_choice) is dict:
-        req.tool_choice = prepare(req.tool_choice, "$.tool_choice", fast=fast)
-    if req.response_format is not None:
-        req.response_format = prepare(req.response_format, "$.response_format", fast=fast)
-    if req.params:
-        req.params = prepare(req.params, "$.params", fast=fast)
+            (raw,) = canonical_raws([message.content], lambda _: f"$.messages[{i}].content")  # noqa: B023 - called at once
+            if raw is not None:
+                message.content = raw  # type: ignore[assignment]
+    config = [source.get(name, _ABSENT) for name in _CONFIG_NAMES]
+    return encode_prepared(conversation, conversation), _config_memo(config, _config_bytes)
+
+
+def normalise_request(request: RequestLike) -> Request:
+    """Validate ``request`` and return a fresh, checked ``Request``.
+
+    Raises ``RequestError`` saying what is wrong and where (a JSON path).
+    """
+    _canonical_parts(request)  # checks every free-form value as hashing does
+    return _convert(_source(request), Request)
 
 
 def canonical_request(request: RequestLike) -> bytes:
     """The RFC 8785 bytes of the normalised request (what ``request_hash`` hashes)."""
-    req = normalise_request(request)
-    encoded = encode_prepared(req, req)
-    if needs_key_reorder(encoded):
-        # A character outside the BMP: prepare again, ordering such keys as JCS does.
-        req = normalise_request(request, fast=False)
-        encoded = encode_prepared(req, req)
-    return encoded
+    head, tail = _canonical_parts(request)
+    return head[:-1] + tail
 
 
 def request_hash(request: RequestLike) -> str:
     """``sha256:`` + hex sha256 of the canonical JSON of the normalised request."""
-    return "sha256:" + hashlib.sha256(canonical_request(request)).hexdigest()
+    head, tail = _canonical_parts(request)
+    digest = hashlib.sha256(memoryview(head)[:-1])
+    digest.update(tail)
+    return "sha256:" + digest.hexdigest()
