@@ -230,6 +230,7 @@ def _free_type(depth: int) -> Any:
 
 # A Struct wraps the type so msgspec builds its (large) type tree once, not per call.
 _FreeObject: Final = msgspec.defstruct("_FreeObject", [("v", _free_type(_FAST_DEPTH))])
+_FreeObjects: Final = msgspec.defstruct("_FreeObjects", [("v", list[_free_type(_FAST_DEPTH)])])  # type: ignore[misc]
 _ASTRAL_BYTES: Final = re.compile(rb"[\xf0-\xf4]")
 
 
@@ -246,6 +247,15 @@ def _fast_clean(obj: dict[Any, Any]) -> bool:
     except msgspec.ValidationError:
         return False
     return bool(converted == obj)
+
+
+def _fast_clean_all(objs: list[dict[str, Any]]) -> bool:
+    """``_fast_clean`` for several dicts in one conversion (e.g. every tool's schema)."""
+    try:
+        converted = msgspec.convert({"v": objs}, _FreeObjects).v  # type: ignore[attr-defined]
+    except msgspec.ValidationError:
+        return False
+    return bool(converted == objs)
 
 
 def needs_key_reorder(encoded: bytes) -> bool:
@@ -312,8 +322,8 @@ class Memo(Generic[_T]):
     same image are the same value, types included, and a remembered result is exactly
     what computing it again would give; a hit costs the walk and a dict lookup.
 
-    A result is computed from the image (``marshal.loads``), never from the caller's
-    objects, which another thread may be changing meanwhile. Values marshal refuses are
+    A result is kept only if the values still have the same image once it is computed
+    (another thread may have been changing them meanwhile). Values marshal refuses are
     computed each time; exceptions are never remembered. Images larger than
     ``max_value`` bytes are not kept, and the oldest entries go once ``max_bytes`` (keys
     and results) is exceeded, so the memo's memory is bounded.
@@ -343,8 +353,10 @@ class Memo(Generic[_T]):
         if found is not None:
             self._last = (key, found)
             return found
-        result = compute(marshal.loads(key))
-        if len(key) <= self._max_value:
+        result = compute(values)
+        # Kept only if ``values`` still have the image the result is stored under:
+        # another thread may have been changing them while ``compute`` read them.
+        if len(key) <= self._max_value and _marshal_dumps(values) == key:
             self._keep(key, result)
         return result
 
@@ -395,12 +407,27 @@ def canonical_each(
     ``values[i]`` is not a non-empty dict or list (nothing to canonicalise: the caller
     keeps it as it is). Errors are ``RequestError`` naming the path ``where(i)``.
     """
-    return tuple(
-        _Raw(_canonical_at(value, where(i)))
-        if (type(value) is dict or type(value) is list) and value
-        else None
-        for i, value in enumerate(values)
-    )
+    dicts = [value for value in values if type(value) is dict and value]
+    if len(dicts) > 1 and _fast_clean_all(dicts):
+        # Every dict checked at once, in C (several tools' schemas): encoded as they
+        # are, unless a key outside the BMP needs JCS's order.
+        return tuple(
+            (
+                _Raw(encoded)
+                if not needs_key_reorder(encoded := _encode(value))
+                else _Raw(_canonical_at(value, where(i)))
+            )
+            if type(value) is dict and value
+            else _canonical_one(value, where, i)
+            for i, value in enumerate(values)
+        )
+    return tuple(_canonical_one(value, where, i) for i, value in enumerate(values))
+
+
+def _canonical_one(value: Any, where: Callable[[int], str], i: int) -> msgspec.Raw | None:
+    if (type(value) is dict or type(value) is list) and value:
+        return _Raw(_canonical_at(value, where(i)))
+    return None
 
 
 def encode_prepared(prepared: Any, original: Any, where: str = "$") -> bytes:

@@ -18,7 +18,7 @@ encoded once; the Struct's own keys are ASCII, so the sorted encode is already J
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
@@ -146,23 +146,15 @@ class _Conversation(msgspec.Struct, omit_defaults=True):
 #: free-form field to ``Request`` is adding its name here.
 _TOP_LEVEL_FREE: Final = ("params", "response_format", "tool_choice")
 _TOP: Final = len(_TOP_LEVEL_FREE)
-_ABSENT: Final = ...  # marshal can write it, and it is no JSON value
+_ABSENT: Final = object()
 
 
 def _config_path(i: int) -> str:
     return f"$.{_TOP_LEVEL_FREE[i]}" if i < _TOP else f"$.tools[{i - _TOP}].parameters"
 
 
-def _config_bytes(config: list[Any]) -> bytes:
-    """The configuration's members as they follow the messages: ``,"params":...}``.
-
-    ``config`` holds the values of ``_CONFIG_NAMES`` (``_ABSENT`` where missing).
-    """
-    present = {
-        name: value
-        for name, value in zip(_CONFIG_NAMES, config, strict=True)
-        if value is not _ABSENT
-    }
+def _config_bytes(present: dict[str, Any]) -> bytes:
+    """The canonical bytes of the configuration fields in ``present`` (no messages)."""
     cfg = _convert(present, _Config)
     tools = cfg.tools
     values = [getattr(cfg, name) for name in _TOP_LEVEL_FREE]
@@ -174,17 +166,31 @@ def _config_bytes(config: list[Any]) -> bytes:
     for tool, raw in zip(tools, raws[_TOP:], strict=True):
         if raw is not None:
             tool.parameters = raw
-    encoded = encode_prepared(cfg, cfg)
-    return b"}" if encoded == b"{}" else b"," + encoded[1:]
+    return encode_prepared(cfg, cfg)
 
 
-#: Configurations: an evaluation has a few, each sent with every call.
-_config_memo: Final[Memo[bytes]] = Memo(len, max_value=1024 * 1024, max_bytes=16 * 1024 * 1024)
+def _member(name: str) -> Callable[[list[Any]], bytes]:
+    """How to compute field ``name``'s member, as it follows the messages: ``,"name":…``
+    (empty when the value is the field's default, which is omitted)."""
+
+    def compute(image: list[Any]) -> bytes:
+        encoded = _config_bytes({name: image[0]})
+        return b"" if encoded == b"{}" else b"," + encoded[1:-1]
+
+    return compute
 
 
-def _canonical_parts(request: RequestLike) -> tuple[bytes, bytes]:
-    """The canonical request in two parts: the messages' object (its closing brace is
-    to be dropped), and the configuration's members (see ``_config_bytes``)."""
+# One memo per configuration field, so that a field that changes from call to call (a
+# seed, a scope) does not make the others be computed again.
+_MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[list[Any]], bytes]], ...]] = tuple(
+    (name, Memo(len, max_value=1024 * 1024, max_bytes=8 * 1024 * 1024), _member(name))
+    for name in sorted(_CONFIG_NAMES)  # the canonical order: the names are ASCII
+)
+
+
+def _canonical_parts(request: RequestLike) -> tuple[bytes, list[bytes]]:
+    """The canonical request in parts: the messages' object (its closing brace is to be
+    dropped), then the configuration's members, closing brace included."""
     source = _source(request)
     if not source.keys() <= _REQUEST_NAMES:
         _convert(source, Request)  # says which field is unknown
@@ -194,8 +200,13 @@ def _canonical_parts(request: RequestLike) -> tuple[bytes, bytes]:
             (raw,) = canonical_raws([message.content], lambda _: f"$.messages[{i}].content")  # noqa: B023 - called at once
             if raw is not None:
                 message.content = raw  # type: ignore[assignment]
-    config = [source.get(name, _ABSENT) for name in _CONFIG_NAMES]
-    return encode_prepared(conversation, conversation), _config_memo(config, _config_bytes)
+    members = []
+    for name, memo, compute in _MEMBERS:
+        value = source.get(name, _ABSENT)
+        if value is not _ABSENT:
+            members.append(memo([value], compute))
+    members.append(b"}")
+    return encode_prepared(conversation, conversation), members
 
 
 def normalise_request(request: RequestLike) -> Request:
@@ -209,13 +220,13 @@ def normalise_request(request: RequestLike) -> Request:
 
 def canonical_request(request: RequestLike) -> bytes:
     """The RFC 8785 bytes of the normalised request (what ``request_hash`` hashes)."""
-    head, tail = _canonical_parts(request)
-    return head[:-1] + tail
+    head, members = _canonical_parts(request)
+    return b"".join([head[:-1], *members])
 
 
 def request_hash(request: RequestLike) -> str:
     """``sha256:`` + hex sha256 of the canonical JSON of the normalised request."""
-    head, tail = _canonical_parts(request)
+    head, members = _canonical_parts(request)
     digest = hashlib.sha256(memoryview(head)[:-1])
-    digest.update(tail)
+    digest.update(b"".join(members))
     return "sha256:" + digest.hexdigest()
