@@ -44,7 +44,7 @@ __all__ = [
     "canonical_json",
     "Memo",
     "canonical_each",
-    "canonical_raws",
+    "canonical_raw",
     "jcs_float",
     "needs_key_reorder",
     "prepare",
@@ -341,11 +341,12 @@ class Memo(Generic[_T]):
         # never see a key with another key's result.
         self._last: tuple[bytes, _T] | None = None
 
-    def __call__(self, values: list[Any], compute: Callable[[list[Any]], _T]) -> _T:
+    def __call__(self, value: Any, compute: Callable[[Any], _T]) -> _T:
+        """``compute(value)``, or what it gave for a value with the same image."""
         try:
-            key = _marshal_dumps(values)
+            key = _marshal_dumps(value)
         except (ValueError, RecursionError):  # a type marshal refuses, or too deep
-            return compute(values)
+            return compute(value)
         last = self._last
         if last is not None and key == last[0]:  # as the previous call: a memcmp
             return last[1]
@@ -353,10 +354,10 @@ class Memo(Generic[_T]):
         if found is not None:
             self._last = (key, found)
             return found
-        result = compute(values)
-        # Kept only if ``values`` still have the image the result is stored under:
-        # another thread may have been changing them while ``compute`` read them.
-        if len(key) <= self._max_value and _marshal_dumps(values) == key:
+        result = compute(value)
+        # Kept only if ``value`` still has the image the result is stored under: another
+        # thread may have been changing it while ``compute`` read it.
+        if len(key) <= self._max_value and _marshal_dumps(value) == key:
             self._keep(key, result)
         return result
 
@@ -383,19 +384,19 @@ class Memo(Generic[_T]):
 _marshal_dumps: Final = marshal.dumps
 
 
-def _raws_size(raws: tuple[msgspec.Raw | None, ...]) -> int:
-    return sum(len(raw) for raw in raws if raw is not None)
+def _raw_size(raw: msgspec.Raw | None) -> int:
+    return 0 if raw is None else len(raw)
 
 
 #: Content parts: a pasted document is sent once, so large values are not kept.
-_content_memo: Final = Memo(_raws_size, max_value=256 * 1024, max_bytes=16 * 1024 * 1024)
+_content_memo: Final[Memo[msgspec.Raw | None]] = Memo(
+    _raw_size, max_value=256 * 1024, max_bytes=16 * 1024 * 1024
+)
 
 
-def canonical_raws(
-    values: list[Any], where: Callable[[int], str]
-) -> tuple[msgspec.Raw | None, ...]:
-    """``canonical_each(values, where)``, remembered (see ``Memo``)."""
-    return _content_memo(values, lambda image: canonical_each(image, where))
+def canonical_raw(value: Any, where: str) -> msgspec.Raw | None:
+    """``canonical_each([value], ...)[0]``, remembered (see ``Memo``): content parts."""
+    return _content_memo(value, lambda seen: canonical_each([seen], lambda _: where)[0])
 
 
 def canonical_each(

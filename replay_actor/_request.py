@@ -23,7 +23,7 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 
-from ._canonical import Memo, canonical_each, canonical_raws, encode_prepared
+from ._canonical import Memo, canonical_each, canonical_raw, encode_prepared
 from ._errors import RequestError
 
 __all__ = [
@@ -94,6 +94,8 @@ def _unstruct(value: Any) -> Any:
 
 def _source(request: RequestLike) -> Mapping[str, Any]:
     """The mapping to validate: ``request`` itself, or a Struct's fields as mappings."""
+    if type(request) is dict:
+        return request
     if isinstance(request, Request):
         return _unstruct(request)  # type: ignore[no-any-return]
     if isinstance(request, Mapping):
@@ -169,12 +171,12 @@ def _config_bytes(present: dict[str, Any]) -> bytes:
     return encode_prepared(cfg, cfg)
 
 
-def _member(name: str) -> Callable[[list[Any]], bytes]:
+def _member(name: str) -> Callable[[Any], bytes]:
     """How to compute field ``name``'s member, as it follows the messages: ``,"name":…``
     (empty when the value is the field's default, which is omitted)."""
 
-    def compute(image: list[Any]) -> bytes:
-        encoded = _config_bytes({name: image[0]})
+    def compute(value: Any) -> bytes:
+        encoded = _config_bytes({name: value})
         return b"" if encoded == b"{}" else b"," + encoded[1:-1]
 
     return compute
@@ -182,10 +184,19 @@ def _member(name: str) -> Callable[[list[Any]], bytes]:
 
 # One memo per configuration field, so that a field that changes from call to call (a
 # seed, a scope) does not make the others be computed again.
-_MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[list[Any]], bytes]], ...]] = tuple(
+_MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[Any], bytes]], ...]] = tuple(
     (name, Memo(len, max_value=1024 * 1024, max_bytes=8 * 1024 * 1024), _member(name))
     for name in sorted(_CONFIG_NAMES)  # the canonical order: the names are ASCII
 )
+
+
+def _canonical_contents(messages: list[Message]) -> None:
+    """Replace, on our fresh copy, every list of content parts by its canonical bytes."""
+    for i, message in enumerate(messages):
+        if type(message.content) is list:
+            raw = canonical_raw(message.content, f"$.messages[{i}].content")
+            if raw is not None:
+                message.content = raw  # type: ignore[assignment]
 
 
 def _canonical_parts(request: RequestLike) -> tuple[bytes, list[bytes]]:
@@ -195,16 +206,16 @@ def _canonical_parts(request: RequestLike) -> tuple[bytes, list[bytes]]:
     if not source.keys() <= _REQUEST_NAMES:
         _convert(source, Request)  # says which field is unknown
     conversation = _convert(source, _Conversation)  # ignores the configuration's keys
-    for i, message in enumerate(conversation.messages):
+    for message in conversation.messages:
         if type(message.content) is list:
-            (raw,) = canonical_raws([message.content], lambda _: f"$.messages[{i}].content")  # noqa: B023 - called at once
-            if raw is not None:
-                message.content = raw  # type: ignore[assignment]
+            _canonical_contents(conversation.messages)
+            break
     members = []
+    get = source.get
     for name, memo, compute in _MEMBERS:
-        value = source.get(name, _ABSENT)
+        value = get(name, _ABSENT)
         if value is not _ABSENT:
-            members.append(memo([value], compute))
+            members.append(memo(value, compute))
     members.append(b"}")
     return encode_prepared(conversation, conversation), members
 
