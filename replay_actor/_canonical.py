@@ -314,7 +314,7 @@ _T = TypeVar("_T")
 
 
 class Memo(Generic[_T]):
-    """Results of a function of JSON values, keyed by the values' marshal image.
+    """Results of a function of a JSON value, keyed by the value's marshal image.
 
     ``marshal`` is a C walk that writes every core type with its own code and refuses
     every other type, subclasses included: ``1``, ``1.0`` and ``True``, a list, a tuple
@@ -322,11 +322,12 @@ class Memo(Generic[_T]):
     same image are the same value, types included, and a remembered result is exactly
     what computing it again would give; a hit costs the walk and a dict lookup.
 
-    A result is kept only if the values still have the same image once it is computed
-    (another thread may have been changing them meanwhile). Values marshal refuses are
-    computed each time; exceptions are never remembered. Images larger than
-    ``max_value`` bytes are not kept, and the oldest entries go once ``max_bytes`` (keys
-    and results) is exceeded, so the memo's memory is bounded.
+    A result is kept from the second time its image is seen (a value seen once costs no
+    second walk and no memory), and only if the value still has that image once the
+    result is computed (another thread may have been changing it meanwhile). Values
+    marshal refuses are computed each time; exceptions are never remembered. Images
+    larger than ``max_value`` bytes are not kept, and the oldest entries go once
+    ``max_bytes`` (keys and results) is exceeded, so the memo's memory is bounded.
     """
 
     def __init__(self, size: Callable[[_T], int], *, max_value: int, max_bytes: int) -> None:
@@ -340,6 +341,7 @@ class Memo(Generic[_T]):
         # The last hit, compared without hashing the key: one tuple, so that threads
         # never see a key with another key's result.
         self._last: tuple[bytes, _T] | None = None
+        self._seen: set[int] = set()  # hashes of the images seen once
 
     def __call__(self, value: Any, compute: Callable[[Any], _T]) -> _T:
         """``compute(value)``, or what it gave for a value with the same image."""
@@ -355,10 +357,19 @@ class Memo(Generic[_T]):
             self._last = (key, found)
             return found
         result = compute(value)
-        # Kept only if ``value`` still has the image the result is stored under: another
-        # thread may have been changing it while ``compute`` read it.
-        if len(key) <= self._max_value and _marshal_dumps(value) == key:
-            self._keep(key, result)
+        if len(key) <= self._max_value:
+            seen = self._seen
+            digest = hash(key)
+            if digest not in seen:
+                # Kept from the second sight on: a value seen once (a request whose
+                # tools are its own) costs no second walk and takes no memory.
+                if len(seen) >= _MAX_SEEN:
+                    seen.clear()
+                seen.add(digest)
+            elif _marshal_dumps(value) == key:
+                # ... and only if ``value`` still has the image the result is stored
+                # under: another thread may have changed it while ``compute`` read it.
+                self._keep(key, result)
         return result
 
     def _keep(self, key: bytes, result: _T) -> None:
@@ -374,6 +385,7 @@ class Memo(Generic[_T]):
     def clear(self) -> None:
         with self._lock:
             self._last = None
+            self._seen.clear()
             self._entries.clear()
             self._total = 0
 
@@ -382,6 +394,7 @@ class Memo(Generic[_T]):
 
 
 _marshal_dumps: Final = marshal.dumps
+_MAX_SEEN: Final = 4096
 
 
 def _raw_size(raw: msgspec.Raw | None) -> int:

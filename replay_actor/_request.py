@@ -143,10 +143,11 @@ class _Conversation(msgspec.Struct, omit_defaults=True):
     messages: Annotated[list[Message], msgspec.Meta(min_length=1)]
 
 
-#: The free-form fields of ``Request`` itself: any JSON (``tool_choice`` may also be a
-#: plain string, which msgspec has checked and which is kept as it is). Adding a
-#: free-form field to ``Request`` is adding its name here.
-_TOP_LEVEL_FREE: Final = ("params", "response_format", "tool_choice")
+#: The free-form fields of ``Request`` itself: every configuration field but the tools
+#: (Structs, whose schemas are listed apart) may hold any JSON. A value that is no
+#: container (a ``tool_choice`` string, None) is kept as msgspec checked it, so a new
+#: field of ``Request`` (``scope``) needs no change here.
+_TOP_LEVEL_FREE: Final = tuple(name for name in _CONFIG_NAMES if name != "tools")
 _TOP: Final = len(_TOP_LEVEL_FREE)
 _ABSENT: Final = object()
 
