@@ -428,7 +428,7 @@ def canonical_each(
         return tuple(
             (
                 _Raw(encoded)
-                if not needs_key_reorder(encoded := _encode(value))
+                if not needs_key_reorder(encoded := encode_prepared(value, value, where(i)))
                 else _Raw(_canonical_at(value, where(i)))
             )
             if type(value) is dict and value
