@@ -403,7 +403,7 @@ def _raw_size(raw: msgspec.Raw | None) -> int:
 
 #: Content parts: a pasted document is sent once, so large values are not kept.
 _content_memo: Final[Memo[msgspec.Raw | None]] = Memo(
-    _raw_size, max_value=256 * 1024, max_bytes=16 * 1024 * 1024
+    _raw_size, max_value=256 * 1024, max_bytes=8 * 1024 * 1024
 )
 
 

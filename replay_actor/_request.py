@@ -186,7 +186,7 @@ def _member(name: str) -> Callable[[Any], bytes]:
 # One memo per configuration field, so that a field that changes from call to call (a
 # seed, a scope) does not make the others be computed again.
 _MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[Any], bytes]], ...]] = tuple(
-    (name, Memo(len, max_value=1024 * 1024, max_bytes=8 * 1024 * 1024), _member(name))
+    (name, Memo(len, max_value=1024 * 1024, max_bytes=4 * 1024 * 1024), _member(name))
     for name in sorted(_CONFIG_NAMES)  # the canonical order: the names are ASCII
 )
 
