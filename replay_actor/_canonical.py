@@ -44,7 +44,6 @@ __all__ = [
     "canonical_json",
     "Memo",
     "canonical_each",
-    "canonical_raw",
     "jcs_float",
     "needs_key_reorder",
     "prepare",
@@ -395,21 +394,6 @@ class Memo(Generic[_T]):
 
 _marshal_dumps: Final = marshal.dumps
 _MAX_SEEN: Final = 4096
-
-
-def _raw_size(raw: msgspec.Raw | None) -> int:
-    return 0 if raw is None else len(raw)
-
-
-#: Content parts: a pasted document is sent once, so large values are not kept.
-_content_memo: Final[Memo[msgspec.Raw | None]] = Memo(
-    _raw_size, max_value=256 * 1024, max_bytes=8 * 1024 * 1024
-)
-
-
-def canonical_raw(value: Any, where: str) -> msgspec.Raw | None:
-    """``canonical_each([value], ...)[0]``, remembered (see ``Memo``): content parts."""
-    return _content_memo(value, lambda seen: canonical_each([seen], lambda _: where)[0])
 
 
 def canonical_each(

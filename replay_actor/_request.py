@@ -1,18 +1,22 @@
 """The provider-neutral request, its validation, normalisation and hash (docs/request.md).
 
 A request is what the workflow builds before any vendor adapter sees it. It arrives as a
-``Request`` Struct or a plain mapping of the same shape; both go through one path:
+``Request`` Struct or a plain mapping of the same shape; both go through one path, in
+two parts that are joined at the end (Request's fields sort with "messages" first):
 
-    mapping | Request --msgspec.convert--> Request (typed fields checked in C)
-        --each free-form value--> its RFC 8785 bytes as a msgspec.Raw (memoised)
-        --sorted encode, defaults omitted--> canonical bytes --sha256--> request_hash
+    messages --msgspec.convert--> typed check in C --sorted encode--> {"messages":[...]
+    each other field (the configuration: tools, params, tool_choice, ...)
+        --remembered by its exact marshal image, else typed check + JCS walk-->
+        ,"params":{...},...,"tools":[...]}
+    the two parts --sha256--> request_hash
 
-Free-form fields (``params``, tool ``parameters``, content parts, ``tool_choice``,
-``response_format``) are the only parts that need more than msgspec: ``_canonicalise``
-turns them into canonical bytes with ``_canonical.canonical_raws``, which remembers the
-values it has seen (an evaluation sends the same tools and parameters
-with every call). Message strings, the bulk of a prompt, are checked by msgspec and
-encoded once; the Struct's own keys are ASCII, so the sorted encode is already JCS.
+Free-form values (``params``, tool ``parameters``, content parts, ``tool_choice``,
+``response_format``) are the only parts that need more than msgspec: they are checked
+and patched for RFC 8785 by ``_canonical``. The configuration is usually the same for
+every call of an evaluation, so its canonical bytes are remembered (``_canonical.Memo``);
+the messages, the prompt itself, are not. Message strings, the bulk of a prompt, are
+checked by msgspec and encoded once; the Struct's own keys are ASCII, so the sorted
+encode is already JCS.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 
-from ._canonical import Memo, canonical_each, canonical_raw, encode_prepared
+from ._canonical import Memo, canonical_each, encode_prepared
 from ._errors import RequestError
 
 __all__ = [
@@ -117,9 +121,9 @@ _T = TypeVar("_T")
 # The request is hashed in two parts. The messages change with every call; everything
 # else (tools, their schemas, generation parameters: the "configuration") is usually the
 # same for every call of an evaluation, so its canonical bytes are remembered (keyed by
-# its exact marshal image, see _canonical.canonical_raws). Request's fields sort as
-# "messages" first, so the canonical request is the messages' object with the
-# configuration's members appended.
+# its exact marshal image, see _canonical.Memo). Request's fields sort as "messages"
+# first, so the canonical request is the messages' object with the configuration's
+# members appended.
 _FIELDS: Final = msgspec.structs.fields(Request)
 _CONFIG_NAMES: Final = tuple(field.name for field in _FIELDS if field.name != "messages")
 _REQUEST_NAMES: Final = frozenset(field.name for field in _FIELDS)
@@ -192,10 +196,14 @@ _MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[Any], bytes]], ...]] = t
 
 
 def _canonical_contents(messages: list[Message]) -> None:
-    """Replace, on our fresh copy, every list of content parts by its canonical bytes."""
+    """Replace, on our fresh copy, every list of content parts by its canonical bytes.
+
+    Not remembered, unlike the configuration: content parts are the prompt itself, which
+    changes from call to call and may be private, so no copy of it outlives the call.
+    """
     for i, message in enumerate(messages):
         if type(message.content) is list:
-            raw = canonical_raw(message.content, f"$.messages[{i}].content")
+            (raw,) = canonical_each([message.content], lambda _: f"$.messages[{i}].content")  # noqa: B023 - called at once
             if raw is not None:
                 message.content = raw  # type: ignore[assignment]
 
