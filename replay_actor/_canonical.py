@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import marshal
 import math
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -337,6 +338,8 @@ class Memo(Generic[_T]):
         self._max_bytes = max_bytes
         self._total = 0
         self._lock = threading.Lock()
+        # A child forked while another thread held the lock would wait for it forever.
+        os.register_at_fork(after_in_child=self._new_lock)
         # The last hit, compared without hashing the key: one tuple, so that threads
         # never see a key with another key's result.
         self._last: tuple[bytes, _T] | None = None
@@ -370,6 +373,9 @@ class Memo(Generic[_T]):
                 # under: another thread may have changed it while ``compute`` read it.
                 self._keep(key, result)
         return result
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()
 
     def _keep(self, key: bytes, result: _T) -> None:
         with self._lock:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import os
+import signal
 import threading
+import time
 from collections import UserDict
 from typing import Any
 
@@ -283,3 +286,32 @@ def test_the_memo_is_bounded() -> None:
     assert len(memo) < 100
     memo.clear()
     assert len(memo) == 0
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.usefixtures("no_leaks")
+def test_a_child_forked_while_the_memo_is_locked_can_still_remember() -> None:
+    """The memo's lock is new in a forked child, so a fork during another thread's
+    update does not leave the child waiting forever."""
+    memo: Memo[bytes] = Memo(len, max_value=1000, max_bytes=10_000)
+    with memo._lock:  # held, as another thread would hold it at the moment of the fork
+        pid = os.fork()
+        if pid == 0:  # the child: keeping a result takes the lock
+            code = 1
+            try:
+                for _ in range(2):
+                    memo({"a": 1}, lambda value: b"r")
+                code = 0 if len(memo) == 1 else 3
+            finally:
+                os._exit(code)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, signal.SIGKILL)  # ours, by PID
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child blocked on the memo's lock")
+    assert os.waitstatus_to_exitcode(status) == 0
