@@ -45,6 +45,7 @@ __all__ = [
     "canonical_json",
     "Memo",
     "canonical_each",
+    "clean_as_they_are",
     "jcs_float",
     "needs_key_reorder",
     "prepare",
@@ -411,21 +412,22 @@ def canonical_each(
     ``values[i]`` is not a non-empty dict or list (nothing to canonicalise: the caller
     keeps it as it is). Errors are ``RequestError`` naming the path ``where(i)``.
     """
-    dicts = [value for value in values if type(value) is dict and value]
-    if len(dicts) > 1 and _fast_clean_all(dicts):
-        # Every dict checked at once, in C (several tools' schemas): encoded as they
-        # are, unless a key outside the BMP needs JCS's order.
-        return tuple(
-            (
-                _Raw(encoded)
-                if not needs_key_reorder(encoded := encode_prepared(value, value, where(i)))
-                else _Raw(_canonical_at(value, where(i)))
-            )
-            if type(value) is dict and value
-            else _canonical_one(value, where, i)
-            for i, value in enumerate(values)
-        )
     return tuple(_canonical_one(value, where, i) for i, value in enumerate(values))
+
+
+def clean_as_they_are(values: list[Any]) -> bool:
+    """True when msgspec's sorted encoding of ``values`` is already RFC 8785, key order
+    aside: every non-empty container among them is a dict in the JSON domain without a
+    float, checked at once in C (several tools' schemas). The caller must still check
+    the encoding with ``needs_key_reorder``."""
+    dicts = []
+    for value in values:
+        if type(value) is dict:
+            if value:
+                dicts.append(value)
+        elif type(value) is list and value:
+            return False
+    return not dicts or _fast_clean_all(dicts)
 
 
 def _canonical_one(value: Any, where: Callable[[int], str], i: int) -> msgspec.Raw | None:

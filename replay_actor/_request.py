@@ -27,7 +27,13 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 
-from ._canonical import Memo, canonical_each, encode_prepared
+from ._canonical import (
+    Memo,
+    canonical_each,
+    clean_as_they_are,
+    encode_prepared,
+    needs_key_reorder,
+)
 from ._errors import RequestError
 
 __all__ = [
@@ -166,6 +172,10 @@ def _config_bytes(present: dict[str, Any]) -> bytes:
     tools = cfg.tools
     values = [getattr(cfg, name) for name in _TOP_LEVEL_FREE]
     values += [tool.parameters for tool in tools]
+    if clean_as_they_are(values):
+        encoded = encode_prepared(cfg, cfg)
+        if not needs_key_reorder(encoded):
+            return encoded
     raws = canonical_each(values, _config_path)
     for name, raw in zip(_TOP_LEVEL_FREE, raws[:_TOP], strict=True):
         if raw is not None:
