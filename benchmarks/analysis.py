@@ -117,7 +117,7 @@ Python around them. An evaluation sends the same configuration with every call, 
 does this benchmark: the request's configuration is remembered from its second sight
 (docs/request.md, "What hashing costs"). Until then, or for a request whose tools are
 its own, the schemas are checked and patched the slower way (one typed
-`msgspec.convert` of every schema, a Python walk where there are floats), ~2.5-3 x the
+`msgspec.convert` of every schema, a Python walk where there are floats), ~2-3 x the
 floor; a configuration field that changes on every call (a seed, a scope) costs only its
 own check. What is left is sha256 and encoding the messages, which the floor pays too,
 the typed check of the messages, and the walk of the configuration that proves it is
