@@ -13,7 +13,7 @@ two parts that are joined at the end (Request's fields sort with "messages" firs
 Free-form values (``params``, tool ``parameters``, content parts, ``tool_choice``,
 ``response_format``) are the only parts that need more than msgspec: they are checked
 and patched for RFC 8785 by ``_canonical``. The configuration is usually the same for
-every call of an evaluation, so its canonical bytes are remembered (``_canonical.Memo``);
+every call of an evaluation, so its canonical bytes are remembered (``_memo.Memo``);
 the messages, the prompt itself, are not. Message strings, the bulk of a prompt, are
 checked by msgspec and encoded once; the Struct's own keys are ASCII, so the sorted
 encode is already JCS.
@@ -28,13 +28,13 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 import msgspec
 
 from ._canonical import (
-    Memo,
     canonical_each,
     clean_as_they_are,
     encode_prepared,
     needs_key_reorder,
 )
 from ._errors import RequestError
+from ._memo import Memo
 
 __all__ = [
     "Message",
@@ -127,7 +127,7 @@ _T = TypeVar("_T")
 # The request is hashed in two parts. The messages change with every call; everything
 # else (tools, their schemas, generation parameters: the "configuration") is usually the
 # same for every call of an evaluation, so its canonical bytes are remembered (keyed by
-# its exact marshal image, see _canonical.Memo). Request's fields sort as "messages"
+# its exact marshal image, see _memo.Memo). Request's fields sort as "messages"
 # first, so the canonical request is the messages' object with the configuration's
 # members appended.
 _FIELDS: Final = msgspec.structs.fields(Request)

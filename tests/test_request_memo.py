@@ -1,4 +1,4 @@
-"""The remembered configuration bytes of ``request_hash`` (replay_actor/_canonical.Memo).
+"""The remembered configuration bytes of ``request_hash`` (replay_actor/_memo.Memo).
 
 A request's configuration (tools, their schemas, params, response_format, tool_choice)
 is canonicalised once and then remembered by its exact marshal image. These tests hash
@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_actor import RequestError, request_hash
-from replay_actor._canonical import Memo
+from replay_actor._memo import Memo
 from replay_actor._request import canonical_request
 
 MAX = 2**53 - 1
