@@ -132,7 +132,6 @@ _T = TypeVar("_T")
 # members appended.
 _FIELDS: Final = msgspec.structs.fields(Request)
 _CONFIG_NAMES: Final = tuple(field.name for field in _FIELDS if field.name != "messages")
-_REQUEST_NAMES: Final = frozenset(field.name for field in _FIELDS)
 _Config: Final[Any] = msgspec.defstruct(
     "_Config",
     [
@@ -147,10 +146,37 @@ _Config: Final[Any] = msgspec.defstruct(
 )
 
 
-class _Conversation(msgspec.Struct, omit_defaults=True):
-    """The messages of a request; its other fields are left to ``_Config``."""
+def _conversation(message: type[msgspec.Struct]) -> Any:
+    """A request whose messages are ``message`` Structs and whose configuration fields
+    are taken as they are (checked by ``_Config``), UNSET when absent."""
+    return msgspec.defstruct(
+        f"_ConversationOf{message.__name__}",
+        [("messages", Annotated[list[message], msgspec.Meta(min_length=1)])]  # type: ignore[valid-type]
+        + [(name, Any, msgspec.UNSET) for name in _CONFIG_NAMES],
+        forbid_unknown_fields=True,
+        omit_defaults=True,
+    )
 
-    messages: Annotated[list[Message], msgspec.Meta(min_length=1)]
+
+#: ``Message`` without content parts: most requests have none, and a conversion into
+#: this type says so without a look at each message (the others take ``_Conversation``).
+_PlainMessage: Final[Any] = msgspec.defstruct(
+    "_PlainMessage",
+    [
+        (
+            field.name,
+            str | None if field.name == "content" else field.type,
+            msgspec.field(default=field.default)
+            if field.default_factory is msgspec.NODEFAULT
+            else msgspec.field(default_factory=field.default_factory),
+        )
+        for field in msgspec.structs.fields(Message)
+    ],
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+)
+_PlainConversation: Final = _conversation(_PlainMessage)
+_Conversation: Final = _conversation(Message)
 
 
 #: The free-form fields of ``Request`` itself: every configuration field but the tools
@@ -159,7 +185,6 @@ class _Conversation(msgspec.Struct, omit_defaults=True):
 #: field of ``Request`` (``scope``) needs no change here.
 _TOP_LEVEL_FREE: Final = tuple(name for name in _CONFIG_NAMES if name != "tools")
 _TOP: Final = len(_TOP_LEVEL_FREE)
-_ABSENT: Final = object()
 
 
 def _config_path(i: int) -> str:
@@ -222,19 +247,18 @@ def _canonical_parts(request: RequestLike) -> tuple[bytes, list[bytes]]:
     """The canonical request in parts: the messages' object (its closing brace is to be
     dropped), then the configuration's members, closing brace included."""
     source = _source(request)
-    if not source.keys() <= _REQUEST_NAMES:
-        _convert(source, Request)  # says which field is unknown
-    conversation = _convert(source, _Conversation)  # ignores the configuration's keys
-    for message in conversation.messages:
-        if type(message.content) is list:
-            _canonical_contents(conversation.messages)
-            break
+    try:
+        conversation = msgspec.convert(source, _PlainConversation)
+    except msgspec.ValidationError:  # content parts, or an invalid request: say what
+        conversation = _convert(source, _Conversation)
+        _canonical_contents(conversation.messages)
     members = []
-    get = source.get
+    unset = msgspec.UNSET
     for name, memo, compute in _MEMBERS:
-        value = get(name, _ABSENT)
-        if value is not _ABSENT:
+        value = getattr(conversation, name)
+        if value is not unset:
             members.append(memo(value, compute))
+            setattr(conversation, name, unset)  # the head holds the messages only
     members.append(b"}")
     return encode_prepared(conversation, conversation), members
 

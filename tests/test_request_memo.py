@@ -315,3 +315,26 @@ def test_a_child_forked_while_the_memo_is_locked_can_still_remember() -> None:
         os.waitpid(pid, 0)
         pytest.fail("the forked child blocked on the memo's lock")
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_messages_with_and_without_content_parts_hash_as_rfc8785() -> None:
+    """Most requests have only string contents (one conversion); one list of parts
+    anywhere sends the request through the conversion that allows them."""
+    parts = [{"type": "text", "text": "\U0001f600 look", "weight": 1.0}, {"type": "image"}]
+    req: dict[str, Any] = {
+        "messages": [
+            {"role": "system", "content": "be brief \U0001f600"},
+            {"role": "user", "content": parts},
+            {"role": "assistant", "content": None, "name": "bot"},
+            {"role": "user", "content": []},
+        ],
+        "params": {"t": 0.5},
+    }
+    normalised = dict(req, messages=list(req["messages"]))
+    normalised["messages"][2] = {"role": "assistant", "name": "bot"}
+    for _ in range(SIGHTS):
+        assert canonical_request(req) == rfc8785.dumps(normalised)
+    req["messages"][3]["content"] = [{"bad": {1: 2}}]
+    assert_always_refused(req, "$.messages[3].content")
+    req["messages"][3]["content"] = 7
+    assert_always_refused(req, "$.messages[3].content")
