@@ -322,6 +322,8 @@ def clean_as_they_are(values: list[Any]) -> bool:
     for value in values:
         if type(value) is dict:
             if value:
+                if float in set(map(type, value.values())):
+                    return False  # sure to fail the typed check (params, mostly)
                 dicts.append(value)
         elif type(value) is list and value:
             return False
