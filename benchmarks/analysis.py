@@ -35,7 +35,9 @@ METHOD: Final = """\
 - **P4**: `request_hash` vs `sha256(msgspec.json.encode(req, order="sorted"))` (not
   RFC 8785, the speed floor) and vs `sha256(rfc8785.dumps(req))` (the reference). The
   run first asserts `canonical_request(req) == rfc8785.dumps(req)` byte for byte (the
-  realistic request is already normalised; also asserted).
+  realistic request is already normalised; also asserted). Batches are short (30 calls,
+  ~1 ms; a few `rfc8785` calls) and many (150 rounds), so that another process's time
+  slice rarely falls inside one and the medians hold still on a shared machine.
 - **P5**: `acquire()` to ready on a 1k-entry fixture (release not timed; the run's first
   acquisition, which starts the zygote, not timed), interleaved with four references,
   each timed from the socketpair until the child's first bytes arrive on our end.
@@ -117,23 +119,27 @@ memory, not the actor's (see USS/PSS in the "what" column). What would lower RSS
 (library change, not made here): keep only the response bytes per entry, or one
 contiguous buffer of responses with offsets.""",
     "P4a": """\
-Timed alone (3,000 hashes): `request_hash` ~39 us = `canonical_request` ~25 us + sha256
-of ~17 KB ~10 us (+ the hex digest and prefix); the floor is the sorted encode ~8.7 us +
-the same sha256 ~9.7 us, ~18.4 us. What lies above the floor (cProfile): two
-`msgspec.convert` calls (the typed check of the request and of every tool schema, ~10
-us together) and the Python-level preparation of the free-form values
-(`_prepare_free_fields` -> `_canonical._prep_dict` / `all_clean`: the JSON-domain
-check of the tools' `parameters` and `params`, the cached JCS float text, ~8-10 us);
-the encode itself costs about the floor's. The ratio sits at ~1.9-2.0, so on this
-shared machine it can tip either way with the noise (compare the IQRs). What would
-close the gap with margin (library change, not made here): one `convert` instead of
-two, and skipping the free-form walk when a byte scan of the encoded values shows no
-float and no integer beyond 2^53.""",
+Where the time goes (timed alone, best of many short batches, this machine): the floor
+is the sorted encode of the whole request ~11.5 us + sha256 of its ~17 KB ~10 us.
+`request_hash` spends: one `msgspec.convert` of the messages (~2.5 us: the typed check
+of the request), their sorted encode (~5 us), the configuration -- tools, their schemas,
+params, tool_choice -- as remembered bytes (~7 us: one `marshal.dumps` of it, a C walk
+that is the exact key, and a comparison), the same sha256 (~10 us), and ~1 us of
+Python around them. An evaluation sends the same configuration with every call, and so
+does this benchmark: the request's configuration is remembered from its second sight
+(docs/request.md, "What hashing costs"). Until then, or for a request whose tools are
+its own, the schemas are checked and patched the slower way (one typed
+`msgspec.convert` of every schema, a Python walk where there are floats), ~2-3 x the
+floor; a configuration field that changes on every call (a seed, a scope) costs only its
+own check. What is left is sha256 and encoding the messages, which the floor pays too,
+the typed check of the messages, and the walk of the configuration that proves it is
+the one remembered.""",
     "P4b": """\
 The `rfc8785` package is itself fairly quick on this request (mostly long strings,
 which it escapes with a regular expression), so the speed-up is capped by what
-`request_hash` spends beyond the sorted encode and the hash (P4a). Bytes are
-identical (asserted before timing).""",
+`request_hash` spends beyond the sorted encode and the hash (P4a): with sha256 alone at
+~10 us of ~28, a 15 x speed-up needs `rfc8785` at ~420 us or more, which it is here
+with little to spare. Bytes are identical (asserted before timing).""",
     "P5": """\
 P5a reads the target's "a bare no-op child started the same way" strictly: an actor is a
 child forked by the warm zygote, so its floor is a no-op child forked by a warm

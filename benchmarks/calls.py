@@ -241,11 +241,13 @@ def run_hashing(cfg: Config) -> list[Row]:
 
     if rfc_hash() != request_hash(req):
         raise AssertionError("request_hash differs from the rfc8785 hash")
-    calls = cfg.pick(300, 100)
-    reps = cfg.pick(15, 5)
+    # Short batches, many of them: a batch of ~1 ms is rarely cut by another process's
+    # time slice on a shared machine, so the medians (and their ratios) hold still.
+    calls = cfg.pick(30, 10)
+    reps = cfg.pick(150, 20)
     start = time.perf_counter()
     rfc_hash()
-    rfc_calls = max(3, min(calls, int(0.05 / max(time.perf_counter() - start, 1e-6))))
+    rfc_calls = max(2, min(calls, int(0.002 / max(time.perf_counter() - start, 1e-6))))
     samples = interleave(
         {
             "ours": per_call(lambda: request_hash(req), calls),
@@ -270,7 +272,7 @@ def run_hashing(cfg: Config) -> list[Row]:
             ratio=ours.median / fast.median,
             ratio_means="ours / msgspec",
             op="<=",
-            bound=2.0,
+            bound=1.5,
         ),
         Row(
             id="P4b",
@@ -284,7 +286,7 @@ def run_hashing(cfg: Config) -> list[Row]:
             ratio=slow.median / ours.median,
             ratio_means="speed-up (rfc8785 / ours)",
             op=">=",
-            bound=10.0,
+            bound=15.0,
             extra={"byte_identical": identical},
         ),
     ]

@@ -33,8 +33,9 @@ from ._errors import RequestError
 
 __all__ = [
     "MAX_SAFE_INTEGER",
-    "all_clean",
+    "canonical_each",
     "canonical_json",
+    "clean_as_they_are",
     "jcs_float",
     "needs_key_reorder",
     "prepare",
@@ -239,7 +240,7 @@ def _fast_clean(obj: dict[Any, Any]) -> bool:
     return bool(converted == obj)
 
 
-def all_clean(objs: list[dict[str, Any]]) -> bool:
+def _fast_clean_all(objs: list[dict[str, Any]]) -> bool:
     """``_fast_clean`` for several dicts in one conversion (e.g. every tool's schema)."""
     try:
         converted = msgspec.convert({"v": objs}, _FreeObjects).v  # type: ignore[attr-defined]
@@ -290,18 +291,58 @@ def canonical_json(value: Any) -> bytes:
     Accepts dicts with string keys, lists, tuples, str, int within +-(2^53 - 1),
     finite floats, bool and None; anything else raises ``RequestError``.
     """
-    encoded = encode_prepared(prepare(value), value)
+    return _canonical_at(value, "$")
+
+
+def _canonical_at(value: Any, where: str) -> bytes:
+    encoded = encode_prepared(prepare(value, where), value, where)
     if needs_key_reorder(encoded):
-        encoded = encode_prepared(prepare(value, fast=False), value)
+        encoded = encode_prepared(prepare(value, where, fast=False), value, where)
     return encoded
+
+
+def canonical_each(
+    values: list[Any], where: Callable[[int], str]
+) -> tuple[msgspec.Raw | None, ...]:
+    """The canonical bytes of each non-empty dict or list in ``values``.
+
+    Item ``i`` is ``canonical_json(values[i])`` as a ``msgspec.Raw``, or None when
+    ``values[i]`` is not a non-empty dict or list (nothing to canonicalise: the caller
+    keeps it as it is). Errors are ``RequestError`` naming the path ``where(i)``.
+    """
+    return tuple(_canonical_one(value, where, i) for i, value in enumerate(values))
+
+
+def clean_as_they_are(values: list[Any]) -> bool:
+    """True when msgspec's sorted encoding of ``values`` is already RFC 8785, key order
+    aside: every non-empty container among them is a dict in the JSON domain without a
+    float, checked at once in C (several tools' schemas). The caller must still check
+    the encoding with ``needs_key_reorder``."""
+    dicts = []
+    for value in values:
+        if type(value) is dict:
+            if value:
+                if float in set(map(type, value.values())):
+                    return False  # sure to fail the typed check (params, mostly)
+                dicts.append(value)
+        elif type(value) is list and value:
+            return False
+    return not dicts or _fast_clean_all(dicts)
+
+
+def _canonical_one(value: Any, where: Callable[[int], str], i: int) -> msgspec.Raw | None:
+    if (type(value) is dict or type(value) is list) and value:
+        return _Raw(_canonical_at(value, where(i)))
+    return None
 
 
 def encode_prepared(prepared: Any, original: Any, where: str = "$") -> bytes:
     """Encode a value already passed through ``prepare`` (or a Struct holding such)."""
     try:
         return _encode(prepared)
-    except UnicodeEncodeError:
-        # msgspec refuses lone surrogates, which is what JCS requires; say where.
+    except (UnicodeEncodeError, TypeError):
+        # msgspec refuses lone surrogates, which is what JCS requires, and types it
+        # cannot encode (a UserDict passes the typed check: it equals its dict); say where.
         pass
     raise RequestError(_diagnose(original, where))
 
@@ -313,6 +354,8 @@ def _diagnose(value: Any, where: str) -> str:
         item, path, depth = stack.pop()
         if depth > 10_000:
             return f"value nests too deeply at {path}"
+        if isinstance(item, msgspec.Raw):
+            continue  # already canonical: checked when it was made
         if isinstance(item, msgspec.Struct):
             fields = msgspec.structs.asdict(item)
             for name in reversed(list(fields)):

@@ -1,27 +1,40 @@
 """The provider-neutral request, its validation, normalisation and hash (docs/request.md).
 
 A request is what the workflow builds before any vendor adapter sees it. It arrives as a
-``Request`` Struct or a plain mapping of the same shape; both go through one path:
+``Request`` Struct or a plain mapping of the same shape; both go through one path, in
+two parts that are joined at the end (Request's fields sort with "messages" first):
 
-    mapping | Request --msgspec.convert--> Request (typed fields checked in C)
-        --prepare free-form fields--> JSON-domain checked, floats patched for JCS
-        --sorted encode, defaults omitted--> canonical bytes --sha256--> request_hash
+    messages --msgspec.convert--> typed check in C --sorted encode--> {"messages":[...]
+    each other field (the configuration: tools, params, tool_choice, ...)
+        --remembered by its exact marshal image, else typed check + JCS walk-->
+        ,"params":{...},...,"tools":[...]}
+    the two parts --sha256--> request_hash
 
-Free-form fields (``params``, tool ``parameters``, content parts, ``tool_choice``,
-``response_format``, ``scope``) are the only parts walked in Python; message strings, the bulk of
-a prompt, are checked by msgspec and never revisited.
+Free-form values (``params``, tool ``parameters``, content parts, ``tool_choice``,
+``response_format``, ``scope``) are the only parts that need more than msgspec: they are checked
+and patched for RFC 8785 by ``_canonical``. The configuration is usually the same for
+every call of an evaluation, so its canonical bytes are remembered (``_memo.Memo``);
+the messages, the prompt itself, are not. Message strings, the bulk of a prompt, are
+checked by msgspec and encoded once; the Struct's own keys are ASCII, so the sorted
+encode is already JCS.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 import msgspec
 
-from ._canonical import all_clean, encode_prepared, needs_key_reorder, prepare
+from ._canonical import (
+    canonical_each,
+    clean_as_they_are,
+    encode_prepared,
+    needs_key_reorder,
+)
 from ._errors import RequestError
+from ._memo import Memo
 
 __all__ = [
     "Message",
@@ -92,63 +105,187 @@ def _unstruct(value: Any) -> Any:
     return value
 
 
-def normalise_request(request: RequestLike, *, fast: bool = True) -> Request:
-    """Validate ``request`` and return a fresh, checked ``Request``.
-
-    Raises ``RequestError`` saying what is wrong and where (a JSON path).
-    """
+def _source(request: RequestLike) -> Mapping[str, Any]:
+    """The mapping to validate: ``request`` itself, or a Struct's fields as mappings."""
+    if type(request) is dict:
+        return request
     if isinstance(request, Request):
-        source: Any = _unstruct(request)
-    elif isinstance(request, Mapping):
-        source = request
-    else:
-        raise RequestError(
-            f"a request must be a Request or a mapping, not {type(request).__name__}"
-        )
+        return _unstruct(request)  # type: ignore[no-any-return]
+    if isinstance(request, Mapping):
+        return request
+    raise RequestError(f"a request must be a Request or a mapping, not {type(request).__name__}")
+
+
+def _convert(source: Any, into: type[_T]) -> _T:
     try:
-        req = msgspec.convert(source, Request)
+        return msgspec.convert(source, into)
     except msgspec.ValidationError as exc:
         message = str(exc)
-    else:
-        _prepare_free_fields(req, fast)
-        return req
     # Raised outside the except block: no chained parser exception to carry along.
     raise RequestError(f"invalid request: {message}")
 
 
-def _prepare_free_fields(req: Request, fast: bool) -> None:
-    """Check and patch, in place on our fresh copy, every free-form field."""
-    for i, message in enumerate(req.messages):
+_T = TypeVar("_T")
+
+# The request is hashed in two parts. The messages change with every call; everything
+# else (tools, their schemas, generation parameters: the "configuration") is usually the
+# same for every call of an evaluation, so its canonical bytes are remembered (keyed by
+# its exact marshal image, see _memo.Memo). Request's fields sort as "messages"
+# first, so the canonical request is the messages' object with the configuration's
+# members appended.
+_FIELDS: Final = msgspec.structs.fields(Request)
+_CONFIG_NAMES: Final = tuple(field.name for field in _FIELDS if field.name != "messages")
+_Config: Final[Any] = msgspec.defstruct(
+    "_Config",
+    [
+        (field.name, field.type, msgspec.field(default=field.default))
+        if field.default_factory is msgspec.NODEFAULT
+        else (field.name, field.type, msgspec.field(default_factory=field.default_factory))
+        for field in _FIELDS
+        if field.name != "messages"
+    ],
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+)
+
+
+def _conversation(message: type[msgspec.Struct]) -> Any:
+    """A request whose messages are ``message`` Structs and whose configuration fields
+    are taken as they are (checked by ``_Config``), UNSET when absent."""
+    return msgspec.defstruct(
+        f"_ConversationOf{message.__name__}",
+        [("messages", Annotated[list[message], msgspec.Meta(min_length=1)])]  # type: ignore[valid-type]
+        + [(name, Any, msgspec.UNSET) for name in _CONFIG_NAMES],
+        forbid_unknown_fields=True,
+        omit_defaults=True,
+    )
+
+
+#: ``Message`` without content parts: most requests have none, and a conversion into
+#: this type says so without a look at each message (the others take ``_Conversation``).
+_PlainMessage: Final[Any] = msgspec.defstruct(
+    "_PlainMessage",
+    [
+        (
+            field.name,
+            str | None if field.name == "content" else field.type,
+            msgspec.field(default=field.default)
+            if field.default_factory is msgspec.NODEFAULT
+            else msgspec.field(default_factory=field.default_factory),
+        )
+        for field in msgspec.structs.fields(Message)
+    ],
+    forbid_unknown_fields=True,
+    omit_defaults=True,
+)
+_PlainConversation: Final = _conversation(_PlainMessage)
+_Conversation: Final = _conversation(Message)
+
+
+#: The free-form fields of ``Request`` itself: every configuration field but the tools
+#: (Structs, whose schemas are listed apart) may hold any JSON. A value that is no
+#: container (a ``tool_choice`` string, None) is kept as msgspec checked it, so a new
+#: field of ``Request`` (``scope``) needs no change here.
+_TOP_LEVEL_FREE: Final = tuple(name for name in _CONFIG_NAMES if name != "tools")
+_TOP: Final = len(_TOP_LEVEL_FREE)
+
+
+def _config_path(i: int) -> str:
+    return f"$.{_TOP_LEVEL_FREE[i]}" if i < _TOP else f"$.tools[{i - _TOP}].parameters"
+
+
+def _config_bytes(present: dict[str, Any]) -> bytes:
+    """The canonical bytes of the configuration fields in ``present`` (no messages)."""
+    cfg = _convert(present, _Config)
+    tools = cfg.tools
+    values = [getattr(cfg, name) for name in _TOP_LEVEL_FREE]
+    values += [tool.parameters for tool in tools]
+    if clean_as_they_are(values):
+        encoded = encode_prepared(cfg, cfg)
+        if not needs_key_reorder(encoded):
+            return encoded
+    raws = canonical_each(values, _config_path)
+    for name, raw in zip(_TOP_LEVEL_FREE, raws[:_TOP], strict=True):
+        if raw is not None:
+            setattr(cfg, name, raw)
+    for tool, raw in zip(tools, raws[_TOP:], strict=True):
+        if raw is not None:
+            tool.parameters = raw
+    return encode_prepared(cfg, cfg)
+
+
+def _member(name: str) -> Callable[[Any], bytes]:
+    """How to compute field ``name``'s member, as it follows the messages: ``,"name":…``
+    (empty when the value is the field's default, which is omitted)."""
+
+    def compute(value: Any) -> bytes:
+        if name == "scope" and value == {}:
+            return b""  # an empty scope pairs nothing apart: it hashes as no scope at all
+        encoded = _config_bytes({name: value})
+        return b"" if encoded == b"{}" else b"," + encoded[1:-1]
+
+    return compute
+
+
+# One memo per configuration field, so that a field that changes from call to call (a
+# seed, a scope) does not make the others be computed again.
+_MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[Any], bytes]], ...]] = tuple(
+    (name, Memo(len, max_value=1024 * 1024, max_bytes=4 * 1024 * 1024), _member(name))
+    for name in sorted(_CONFIG_NAMES)  # the canonical order: the names are ASCII
+)
+
+
+def _canonical_contents(messages: list[Message]) -> None:
+    """Replace, on our fresh copy, every list of content parts by its canonical bytes.
+
+    Not remembered, unlike the configuration: content parts are the prompt itself, which
+    changes from call to call and may be private, so no copy of it outlives the call.
+    """
+    for i, message in enumerate(messages):
         if type(message.content) is list:
-            message.content = prepare(message.content, f"$.messages[{i}].content", fast=fast)
-    tools = req.tools
-    if fast and len(tools) > 1 and all_clean([tool.parameters for tool in tools]):
-        tools = []  # every schema checked at once, in C; nothing to patch
-    for i, tool in enumerate(tools):
-        if tool.parameters:
-            tool.parameters = prepare(tool.parameters, f"$.tools[{i}].parameters", fast=fast)
-    if type(req.tool_choice) is dict:
-        req.tool_choice = prepare(req.tool_choice, "$.tool_choice", fast=fast)
-    if req.response_format is not None:
-        req.response_format = prepare(req.response_format, "$.response_format", fast=fast)
-    if req.params:
-        req.params = prepare(req.params, "$.params", fast=fast)
-    if req.scope is not None:
-        # An empty scope pairs nothing apart: it hashes as no scope at all.
-        req.scope = prepare(req.scope, "$.scope", fast=fast) if req.scope else None
+            (raw,) = canonical_each([message.content], lambda _: f"$.messages[{i}].content")  # noqa: B023 - called at once
+            if raw is not None:
+                message.content = raw  # type: ignore[assignment]
+
+
+def _canonical_parts(request: RequestLike) -> tuple[bytes, list[bytes]]:
+    """The canonical request in parts: the messages' object (its closing brace is to be
+    dropped), then the configuration's members, closing brace included."""
+    source = _source(request)
+    try:
+        conversation = msgspec.convert(source, _PlainConversation)
+    except msgspec.ValidationError:  # content parts, or an invalid request: say what
+        conversation = _convert(source, _Conversation)
+        _canonical_contents(conversation.messages)
+    members = []
+    unset = msgspec.UNSET
+    for name, memo, compute in _MEMBERS:
+        value = getattr(conversation, name)
+        if value is not unset:
+            members.append(memo(value, compute))
+            setattr(conversation, name, unset)  # the head holds the messages only
+    members.append(b"}")
+    return encode_prepared(conversation, conversation), members
+
+
+def normalise_request(request: RequestLike) -> Request:
+    """Validate ``request`` and return a fresh, checked ``Request``.
+
+    Raises ``RequestError`` saying what is wrong and where (a JSON path).
+    """
+    _canonical_parts(request)  # checks every free-form value as hashing does
+    return _convert(_source(request), Request)
 
 
 def canonical_request(request: RequestLike) -> bytes:
     """The RFC 8785 bytes of the normalised request (what ``request_hash`` hashes)."""
-    req = normalise_request(request)
-    encoded = encode_prepared(req, req)
-    if needs_key_reorder(encoded):
-        # A character outside the BMP: prepare again, ordering such keys as JCS does.
-        req = normalise_request(request, fast=False)
-        encoded = encode_prepared(req, req)
-    return encoded
+    head, members = _canonical_parts(request)
+    return b"".join([head[:-1], *members])
 
 
 def request_hash(request: RequestLike) -> str:
     """``sha256:`` + hex sha256 of the canonical JSON of the normalised request."""
-    return "sha256:" + hashlib.sha256(canonical_request(request)).hexdigest()
+    head, members = _canonical_parts(request)
+    digest = hashlib.sha256(memoryview(head)[:-1])
+    digest.update(b"".join(members))
+    return "sha256:" + digest.hexdigest()
