@@ -3,12 +3,14 @@
 - ``no_leaks`` (tests/procs.py): no child process and no cursor actor outlives a test;
   every test that starts processes uses it.
 - ``chat`` (tests/chat_server.py): an OpenAI-compatible chat server on 127.0.0.1 for one
-  test, for the live and record providers.
+  test, for the live and record providers; ``claude`` (tests/anthropic_server.py): the
+  same for Anthropic's messages API.
 """
 
 from __future__ import annotations
 
+from tests.anthropic_server import claude
 from tests.chat_server import chat
 from tests.procs import no_leaks
 
-__all__ = ["chat", "no_leaks"]
+__all__ = ["chat", "claude", "no_leaks"]

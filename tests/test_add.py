@@ -14,9 +14,6 @@ from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture
 from replay_actor.authoring.add import Added, add_response
 from replay_actor.fixture._format import entry_line
 from replay_actor.record.durable import take_lock
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
 
 pytestmark = pytest.mark.timeout(90)
 

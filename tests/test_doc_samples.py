@@ -19,10 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
-
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^( *)```(python|sh|bash)\n(.*?)^\1```", re.S | re.M)

@@ -11,9 +11,6 @@ from pathlib import Path
 import pytest
 
 from replay_actor import open_provider
-from tests.procs import no_leaks
-
-__all__ = ["no_leaks"]
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "examples" / "openai_app"
