@@ -67,11 +67,17 @@ class Message(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class Tool(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """A tool the model may call; ``parameters`` is a JSON Schema object."""
+    """A tool the model may call; ``parameters`` is a JSON Schema object.
+
+    ``strict`` asks the model to follow the schema exactly (OpenAI's
+    ``function.strict``, Anthropic's ``strict``); false, the vendors' default, is
+    omitted, so only ``strict: true`` is part of the hash.
+    """
 
     name: str
     description: str | None = None
     parameters: dict[str, Any] = {}
+    strict: bool = False
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):

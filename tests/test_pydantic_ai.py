@@ -38,6 +38,7 @@ TOOLS = [
             "required": ["city"],
             "type": "object",
         },
+        "strict": True,
     }
 ]
 CALL = {"id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}
@@ -73,9 +74,9 @@ def write_fixture(path: Path, *, with_usage: bool = True) -> Path:
 def weather_agent(model: Any = None) -> Agent[None, str]:
     agent = Agent(model, instructions="Answer with the tool's words.")
 
-    # Not strict: the neutral tool has no ``strict`` flag, so the OpenAI body mapping
-    # refuses one rather than dropping it (the cross-check below goes through it).
-    @agent.tool_plain(strict=False)
+    # Strict: the neutral tool keeps the flag, so ReplayModel and pydantic-ai's OpenAI
+    # model (the cross-check below) send the same request.
+    @agent.tool_plain(strict=True)
     def get_weather(city: str) -> str:
         """The weather in a city."""
         return "sunny, 21 C" if city == "Paris" else "unknown"

@@ -35,9 +35,7 @@ from replay_actor.authoring.sidecar import SidecarWriter
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
 from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import openai as vendor_openai
-from tests.procs import actor_pids, no_leaks, wait_gone
-
-__all__ = ["no_leaks"]
+from tests.procs import actor_pids, wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

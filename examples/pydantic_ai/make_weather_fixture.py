@@ -29,6 +29,7 @@ TOOLS: Final = [
             "required": ["city"],
             "type": "object",
         },
+        "strict": True,
     }
 ]
 CALL: Final = {"id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}

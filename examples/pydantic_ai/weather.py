@@ -8,8 +8,7 @@ from pydantic_ai import Agent
 agent: Agent[None, str] = Agent(instructions="Answer with the tool's words.")
 
 
-# Not strict: replay-actor's neutral tool has no `strict` flag (docs/pydantic-ai.md).
-@agent.tool_plain(strict=False)
+@agent.tool_plain(strict=True)
 def get_weather(city: str) -> str:
     """The weather in a city."""
     return "sunny, 21 C" if city == "Paris" else "unknown"

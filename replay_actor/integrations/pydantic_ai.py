@@ -173,6 +173,8 @@ def _tool(tool: ToolDefinition) -> dict[str, Any]:
     if tool.description:
         out["description"] = tool.description
     out["parameters"] = tool.parameters_json_schema
+    if tool.strict:
+        out["strict"] = True  # as pydantic-ai's OpenAI model sends it: only when true
     return out
 
 

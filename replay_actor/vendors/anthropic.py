@@ -158,7 +158,7 @@ def _tool(tool: Any, i: int) -> dict[str, Any]:
             out["parameters"] = value
         elif key == "cache_control" or (key == "type" and value == "custom"):
             continue
-        elif key in ("name", "description"):
+        elif key in ("name", "description", "strict"):
             out[key] = value
         else:
             raise RequestError(f"tools[{i}].{key} cannot be replayed")
@@ -435,6 +435,7 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
                 "name": t["name"],
                 **({"description": t["description"]} if "description" in t else {}),
                 "input_schema": t.get("parameters") or {"type": "object", "properties": {}},
+                **({"strict": True} if t.get("strict") else {}),
             }
             for t in request["tools"]
         ]

@@ -329,6 +329,8 @@ def _live_tool(tool: dict[str, Any]) -> dict[str, Any]:
     if "description" in tool:
         function["description"] = tool["description"]
     function["parameters"] = tool.get("parameters") or {"type": "object", "properties": {}}
+    if tool.get("strict"):
+        function["strict"] = True
     return {"type": "function", "function": function}
 
 
