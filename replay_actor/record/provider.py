@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Final
 
@@ -32,9 +33,11 @@ from .._errors import (
     FixtureError,
     ProviderClosed,
     RecordingError,
+    ReplayError,
     RequestError,
     SequenceExhausted,
 )
+from .._interface import complete_each
 from .._request import RequestLike
 from ..adapters.live import LiveProvider, prepare_request
 from ..fixture import (
@@ -240,6 +243,11 @@ class RecordingProvider:
             return answer  # type: ignore[no-any-return]
         response = await self._live.acomplete_plain(plain)
         return await asyncio.to_thread(self._record, request_hash, response)
+
+    def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
+        """``complete`` for each request in turn: one element per request, the response
+        or the ``ReplayError`` that call raised (see ``Provider``)."""
+        return complete_each(self.complete, requests)
 
     def snapshot(self) -> dict[str, Any]:
         """The current fixture's safe snapshot plus ``kind``, ``recorded``, the fixture

@@ -203,7 +203,7 @@ class AsyncLink:
         except BlockingIOError:
             written = 0
         except OSError as exc:
-            self._lose("died", exc)
+            self._write_failed(exc)
             return
         del self._out[:written]
         loop = self._loop()
@@ -220,7 +220,7 @@ class AsyncLink:
         except BlockingIOError:
             return
         except OSError as exc:
-            self._lose("died", exc)
+            self._write_failed(exc)
             return
         del self._out[:written]
         if not self._out:
@@ -228,6 +228,13 @@ class AsyncLink:
             loop = self._loop()
             if loop is not None:
                 loop.remove_writer(self._fd)
+
+    def _write_failed(self, exc: OSError) -> None:
+        # The actor may have said goodbye before it closed: read that first, so a
+        # release by the acquirer is reported as such, not as a lost actor.
+        self._on_readable()
+        if self._failure is None:
+            self._lose("died", exc)
 
     def _on_readable(self) -> None:
         try:

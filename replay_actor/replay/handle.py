@@ -408,6 +408,11 @@ class ReplayProvider:
             return self._state.end()
         return self._state.lose("sent a reply nobody asked for")
 
+    def _pidfd(self) -> int | None:
+        """The pidfd on this acquisition's actor (acquirer's handle only), or None."""
+        process = self._process
+        return None if process is None else process.fd
+
     def _actor_alive(self) -> bool:
         """Whether this acquisition's actor still runs (acquirer's handle only)."""
         return self._process is None or self._process.alive()

@@ -103,24 +103,26 @@ def pipeline(
                             shown[index] = digest
                     index += 1
                 digest = None
+            broken: OSError | None = None
             if out:
                 try:
                     del out[: os.write(fd, out)]
                 except BlockingIOError:
                     pass
                 except OSError as exc:
-                    failure = _lost(state, "died", exc)
-                    break
+                    # Read before judging: the actor may have said goodbye first.
+                    broken = exc
             try:
                 data = os.read(fd, _READ)
             except BlockingIOError:
-                data = None
+                data = b"" if broken is not None else None
             except OSError as exc:
                 failure = _lost(state, "died", exc)
                 break
             if data is not None:
                 if not data:
-                    failure = _lost(state, "died", EOFError("the actor closed the connection"))
+                    cause = broken or EOFError("the actor closed the connection")
+                    failure = _lost(state, "died", cause)
                     break
                 verdict = _take(data, buf, pending, results, shown)
                 if verdict is _GOODBYE:
@@ -129,6 +131,9 @@ def pipeline(
                     break
                 if verdict is _UNEXPECTED:
                     failure = _lost(state, "sent an unexpected reply", None)
+                    break
+                if broken is not None:
+                    failure = _lost(state, "died", broken)
                     break
                 continue
             if room:
