@@ -43,7 +43,8 @@ def bounded_timeout(seconds: float) -> float:
     non-finite timeout would mean "block forever", which no call may do.
     """
     try:
-        value = float(seconds)
+        # A number, not text that parses as one (and not a bool).
+        value = math.nan if isinstance(seconds, (str, bytes, bool)) else float(seconds)
     except (TypeError, ValueError):
         value = math.nan
     if not (value > 0 and math.isfinite(value)):
