@@ -65,7 +65,12 @@ METHOD: Final = """\
   least 10 s (the kill loop runs meanwhile, on other actors), scaled to 10 s.
 - **P9**: threads start on a barrier; worker processes each acquire their own actor and
   are told to go together, and aggregate throughput is all calls over first start to
-  last end; asyncio gathers 400 `acomplete()` tasks (report only).
+  last end; P9c runs 64 asyncio tasks on one loop, each calling `acomplete()` in turn
+  (one connection, requests in flight), against the same number of sequential
+  `complete()` calls on the same handle.
+- **P10**: `complete_many()` of 1,000 distinct realistic requests (variants of the last
+  message, each its own entry) against the in-process floor over the same requests:
+  `request_hash`, a dict lookup of the stored response bytes, `msgspec.json.decode`.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own

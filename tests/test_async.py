@@ -198,7 +198,8 @@ def test_killed_actor_fails_tasks_in_flight(fixture_path: Path) -> None:
             tasks = [asyncio.create_task(provider.acomplete(HELLO)) for _ in range(8)]
             await asyncio.sleep(0.1)
             os.kill(provider.actor_pid, signal.SIGKILL)
-            return await asyncio.gather(*tasks, return_exceptions=True)
+            done: list[Any] = await asyncio.gather(*tasks, return_exceptions=True)
+            return done
 
         got = asyncio.run(main())
         assert all(isinstance(g, ActorLost) for g in got)
@@ -212,10 +213,12 @@ def test_release_fails_tasks_in_flight_with_provider_closed(fixture_path: Path) 
 
     async def main() -> list[Any]:
         tasks = [asyncio.create_task(provider.acomplete(HELLO)) for _ in range(4)]
+        done: list[Any]
         await asyncio.sleep(0.1)
         os.kill(provider.actor_pid, signal.SIGCONT)
         provider.release()
-        return await asyncio.gather(*tasks, return_exceptions=True)
+        done = await asyncio.gather(*tasks, return_exceptions=True)
+        return done
 
     got = asyncio.run(main())
     assert all(isinstance(g, (ProviderClosed, dict)) for g in got)

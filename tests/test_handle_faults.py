@@ -265,7 +265,8 @@ _LOW_FDS = textwrap.dedent(
     from replay_actor.replay import handle, zygote, supervisor
     import asyncio, subprocess, psutil, selectors
     limit = int(sys.argv[2])
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
     outcomes = []
     def note(fn):
         try:
@@ -302,6 +303,7 @@ _LOW_FDS = textwrap.dedent(
 def test_too_few_descriptors_is_a_replay_error(fixture_path: Path, limit: int) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _LOW_FDS, str(fixture_path), str(limit)],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
@@ -382,7 +384,8 @@ def _captured(fn: Callable[[], Any]) -> str:
     try:
         fn()
     except ReplayError as exc:
-        return "".join(traceback.TracebackException.from_exception(exc, capture_locals=True).format())
+        report = traceback.TracebackException.from_exception(exc, capture_locals=True)
+        return "".join(report.format())
     raise AssertionError("no error was raised")
 
 
@@ -457,6 +460,7 @@ _EXITING = textwrap.dedent(
 def test_exit_without_release_ends_our_own_actor_first(fixture_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", _EXITING, str(fixture_path)],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,

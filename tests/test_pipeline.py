@@ -113,7 +113,8 @@ def test_a_copy_pipelines_too(fixture_path: Path) -> None:
     with acquire(fixture_path, timeout=30) as provider:
         copy = pickle.loads(pickle.dumps(provider))
         try:
-            assert [g["i"] for g in copy.complete_many([LOOP] * 3)] == [0, 1, 2]  # type: ignore[index]
+            got = copy.complete_many([LOOP] * 3)
+            assert [g["i"] for g in got if isinstance(g, dict)] == [0, 1, 2]
             assert provider.complete(LOOP)["i"] == 3
         finally:
             copy.release()

@@ -408,6 +408,28 @@ class ReplayProvider:
             return self._state.end()
         return self._state.lose("sent a reply nobody asked for")
 
+    def _reap(self) -> None:
+        """The actor has exited (seen by a ``Supervisor``): free every descriptor now.
+
+        Not a release: the caller did not end it, so later calls raise ``ActorLost``,
+        as they would have on their own.
+        """
+        state = self._state
+        with self._mutex:
+            if not (state.closed or state.ended):
+                state.lose("exited")
+            slots = [self._primary, *self._others]
+            links = list(self._links.values())
+            self._links.clear()
+            process, self._process = self._process, None
+        for link in links:
+            link.close_from_anywhere(state.error_factory())
+        for slot in slots:
+            with slot.lock:
+                slot.close()
+        if process is not None:
+            process.close()
+
     def _pidfd(self) -> int | None:
         """The pidfd on this acquisition's actor (acquirer's handle only), or None."""
         process = self._process

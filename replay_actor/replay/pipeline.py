@@ -112,6 +112,7 @@ def pipeline(
                 except OSError as exc:
                     # Read before judging: the actor may have said goodbye first.
                     broken = exc
+            data: bytes | None
             try:
                 data = os.read(fd, _READ)
             except BlockingIOError:

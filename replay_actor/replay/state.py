@@ -15,6 +15,8 @@ included, carry no hash.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .._errors import ActorLost, ProviderClosed, ReplayError
 
 __all__ = ["HandleState", "detached"]
@@ -48,6 +50,14 @@ class HandleState:
         if self.broken:
             return ActorLost(f"the cursor actor (pid {self.actor_pid}) was lost earlier")
         return None
+
+    def error_factory(self) -> Callable[[], ReplayError]:
+        """Makes, per call, the error the handle's state means now."""
+
+        def make() -> ReplayError:
+            return self.error() or ProviderClosed(_RELEASED)
+
+        return make
 
     def check(self) -> None:
         error = self.error()

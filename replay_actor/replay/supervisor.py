@@ -130,20 +130,23 @@ class Supervisor:
         self._watcher: _ExitWatcher | None = None
 
     def _forget(self, exited: list[ReplayProvider]) -> None:
-        """The watcher saw these actors exit: release their handles (fds) now."""
+        """The watcher saw these actors exit: free their handles' descriptors now (a
+        later call on one raises ``ActorLost``, as it would have anyway)."""
         with self._lock:
             gone = {id(p) for p in exited}
             self._providers = [p for p in self._providers if id(p) not in gone]
         for provider in exited:
-            provider.release_within(0.1)  # its actor has exited: nothing to wait for
+            provider._reap()
 
     def _live(self) -> list[ReplayProvider]:
         live = []
         for provider in self._providers:
-            if not provider.closed and _alive(provider):
+            if provider.closed:
+                provider.release()  # closed by its acquirer's release (a no-op) or ended
+            elif _alive(provider):
                 live.append(provider)
             else:
-                provider.release()  # its actor is gone: close our channel to it now
+                provider._reap()  # its actor is gone: close our channels to it now
         self._providers = live
         return live
 
