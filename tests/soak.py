@@ -35,6 +35,7 @@ import threading
 import time
 import traceback
 from collections import Counter
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -215,7 +216,7 @@ class Soak:
         self,
         victim: str,
         owner: multiprocessing.process.BaseProcess,
-        processes: list[multiprocessing.process.BaseProcess],
+        processes: Sequence[multiprocessing.process.BaseProcess],
         provider: ReplayProvider,
     ) -> None:
         if victim == "owner":
