@@ -183,3 +183,28 @@ def test_every_provider_kind_has_complete_many() -> None:
         assert callable(getattr(cls, "complete_many", None))
     assert "complete_many" in dir(Provider)
     assert issubclass(ReplayError, Exception)
+
+
+def test_the_concurrency_page_runs_as_written() -> None:
+    import re
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    page = (root / "docs" / "concurrency.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    assert blocks
+    for block in blocks:
+        done = subprocess.run(
+            [sys.executable, "-c", block],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        lines = [line.strip() for line in block.splitlines()]
+        promised = [line[2:] for line in lines if line.startswith("# ")]
+        printed = done.stdout.splitlines()
+        assert printed == promised[-len(printed) :]
