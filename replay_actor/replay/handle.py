@@ -107,12 +107,22 @@ def _release_own_at_exit() -> None:
     gone: the zygote's exit hook, which waits for its actors, would otherwise wait its
     whole bound for actors that are waiting for us. Registered after the zygote's hook
     (this module imports ``zygote`` first), so it runs before it. Acquisitions owned by
-    another process live on: their owner may still use them.
+    another process live on (their owner may still use them), and the zygote is then
+    left to finish with them rather than waited for.
     """
     me = os.getpid()
+    foreign = False
     for handle in list(_handles):
-        if handle._process is not None and handle.owner_pid == me:
+        if handle._process is None:
+            continue  # a copy: its actor is another process's zygote's child
+        if handle.owner_pid == me:
             handle.release_within(1.0)
+        elif handle._actor_alive():
+            foreign = True
+    if foreign:
+        # Our zygote outlives us for actors whose owners live on (it exits after
+        # them); waiting for it here would only delay our exit by the hook's bound.
+        zygote.shutdown(wait=0.0)
 
 
 atexit.register(_release_own_at_exit)
