@@ -177,6 +177,18 @@ threads on two cores, the caller's hashing and the actor compete for the same co
 the gain over one thread is at most the overlap of one thread's round trip with
 another's hashing, minus the GIL hand-offs (an I/O-bound thread waits behind CPU-bound
 ones to get the GIL back).""",
+    "P9c": """\
+On one event loop everything the caller does for a call runs on one thread: the
+request's canonical encoding and hash (~45 us for the realistic request, most of the
+caller's CPU), the frame, the future, the task switch and the decode (~8 us together).
+What the async path removes is the waiting: a sequential `complete()` pays a blocking
+round trip per call (two context switches and the actor's wake-up, ~35-45 us of caller
+CPU and latency on this VM), while 64 tasks keep the actor busy and the caller never
+idles. The ratio is therefore bounded by (hash + round trip) / (hash + ~8 us): about 2
+on an idle machine, more when the machine is loaded (round trips grow, hashing does
+not). A faster `request_hash` lowers both sides by the same amount, which raises this
+ratio only if the round trip stays the same; the actor's replies (one write per
+reply today) add wake-ups that coalescing them per loop iteration would remove.""",
     "P9b": """\
 One evaluation is a ping-pong between the caller and its actor, so it keeps roughly
 one core busy; four evaluations are eight processes on two cores, so the ceiling is

@@ -96,12 +96,15 @@ class FakeActor:
             except OSError:
                 return
             self.requests += 1
+            frames = [self.reply, b"R" + b'{"stale": true}']
             if body[:1] == b"Q":
-                conn.sendall(struct.pack(">I", 1) + b"K")
-                continue
-            # Two frames for one request: the second would answer the *next* request.
-            for frame in (self.reply, b"R" + b'{"stale": true}'):
-                conn.sendall(len(frame).to_bytes(4, "big") + frame)
+                frames = [b"K"]
+            try:
+                # Two frames for one request: the second would answer the *next* one.
+                for frame in frames:
+                    conn.sendall(len(frame).to_bytes(4, "big") + frame)
+            except OSError:
+                return  # the test closed us
 
     def handle(self) -> ReplayProvider:
         return _rebuild(self.address, 1, os.getpid(), False, 5.0)

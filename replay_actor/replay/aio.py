@@ -39,6 +39,8 @@ __all__ = ["AsyncLink"]
 
 _READ: Final = 262144
 _GOODBYE: Final = protocol.GOODBYE
+#: Frames buffered before a write even within one loop iteration.
+FLUSH_EVERY = 8
 _FIRST_DELAY: Final = 0.0005
 _LAST_DELAY: Final = 0.05
 
@@ -55,14 +57,16 @@ class AsyncLink:
         "_delay",
         "_failure",
         "_fd",
+        "_flush_due",
         "_in",
         "_loop",
         "_out",
         "_state",
         "_timeout",
         "_timer",
+        "_unsent",
         "_waiters",
-        "_writing",
+        "_writer_on",
         "transient",
     )
 
@@ -82,7 +86,9 @@ class AsyncLink:
         self._in = bytearray()
         self._waiters: collections.deque[tuple[asyncio.Future[bytes], float]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
-        self._writing = False
+        self._writer_on = False
+        self._flush_due = False
+        self._unsent = 0
         self._failure: Failure | None = None
         #: True when the link failed for a local reason (no fd): the handle drops it
         #: and the next call tries again.
@@ -106,14 +112,17 @@ class AsyncLink:
             future.set_exception(self._failure())
             return future
         self._waiters.append((future, loop.time() + self._timeout))
-        out = self._out
-        if not out and self._fd >= 0 and not self._writing:
-            # One write per loop iteration carries every frame its tasks made: a
-            # write wakes the actor, and on a busy machine that wake-up costs more
-            # than the bytes.
-            self._writing = True
-            loop.call_soon(self._flush)
-        out += frame
+        self._out += frame
+        self._unsent += 1
+        if self._fd >= 0 and not self._writer_on:
+            if self._unsent >= FLUSH_EVERY:
+                # Never so many unsent that the actor idles while we hash the rest...
+                self._write_now()
+            elif not self._flush_due:
+                # ...but the frames of one loop iteration go out together: a write
+                # wakes the actor, and one wake-up for many frames costs less.
+                self._flush_due = True
+                loop.call_soon(self._flush)
         if self._timer is None:
             self._timer = loop.call_at(self._waiters[0][1], self._on_timer)
         return future
@@ -157,8 +166,7 @@ class AsyncLink:
             return
         self._fd = sock.detach()
         loop.add_reader(self._fd, self._on_readable)
-        if self._out:
-            self._want_write(loop)
+        self._write_now()  # what callers sent while we were connecting
 
     def _connect_failed(self, loop: asyncio.AbstractEventLoop, exc: OSError) -> None:
         code = exc.errno
@@ -189,14 +197,14 @@ class AsyncLink:
 
     # -- the loop's callbacks -------------------------------------------------------------
 
-    def _want_write(self, loop: asyncio.AbstractEventLoop) -> None:
-        if not self._writing and self._fd >= 0:
-            self._writing = True
-            loop.call_soon(self._flush)
-
     def _flush(self) -> None:
-        """Write what is buffered; wait for the socket to drain if it is full."""
-        if self._fd < 0:
+        self._flush_due = False
+        self._write_now()
+
+    def _write_now(self) -> None:
+        """Write what is buffered; let the loop wait for room if the socket is full."""
+        self._unsent = 0
+        if self._fd < 0 or not self._out or self._writer_on:
             return
         try:
             written = os.write(self._fd, self._out)
@@ -207,12 +215,9 @@ class AsyncLink:
             return
         del self._out[:written]
         loop = self._loop()
-        if loop is None:
-            return
-        if self._out:
+        if self._out and loop is not None:
+            self._writer_on = True
             loop.add_writer(self._fd, self._on_writable)
-        else:
-            self._writing = False
 
     def _on_writable(self) -> None:
         try:
@@ -224,7 +229,7 @@ class AsyncLink:
             return
         del self._out[:written]
         if not self._out:
-            self._writing = False
+            self._writer_on = False
             loop = self._loop()
             if loop is not None:
                 loop.remove_writer(self._fd)
@@ -303,9 +308,9 @@ class AsyncLink:
             loop = self._loop()
             if loop is not None and not loop.is_closed():
                 loop.remove_reader(fd)
-                if self._writing:
+                if self._writer_on:
                     loop.remove_writer(fd)
-            self._writing = False
+            self._writer_on = False
             os.close(fd)
         self._out.clear()  # may hold request hashes: never keep them past the link
         waiters, self._waiters = self._waiters, collections.deque()
