@@ -42,8 +42,10 @@ __all__ = ["pipeline"]
 
 _decode: Final = msgspec.json.decode
 _READ: Final = 262144
-#: Requests hashed between two looks at the socket: small, so the actor starts early.
-_CHUNK: Final = 4
+#: Requests hashed between two looks at the socket: enough to amortise a write and a
+#: read over many requests (each syscall costs as much as a few decodes), few enough
+#: that the actor starts early and stays busy while we hash the rest.
+_CHUNK: Final = 32
 #: Requests in flight at most (bounds the actor's unread replies to this connection).
 _IN_FLIGHT: Final = 256
 _OUT_LIMIT: Final = 1 << 16
