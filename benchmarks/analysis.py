@@ -187,9 +187,8 @@ the actor busy and the caller never idles: a call then costs the caller's CPU al
 60 us = 45 us of hashing + ~15 us of asyncio and framing. The ratio is (hash + round
 trip) / (hash + overhead): 103 / 60 = 1.7 here. The hash alone caps it at 103 / 45 =
 2.3, so reaching 2 needs the overhead under ~6 us, or a faster `request_hash` (P4 asks
-for 1.5 x msgspec, ~34 us: (34 + 58) / (34 + 15) = 1.9), or both; on a loaded machine,
-where round trips grow and hashing does not, the ratio rises above 2 (1.9-2.6 measured
-in partial runs). The actor's replies (one write per reply today, see
+for 1.5 x msgspec, ~34 us: (34 + 58) / (34 + 15) = 1.9), or both. On this shared machine the ratio moved between 1.1 and 1.9 across the session's
+runs, with the load other work put on the two cores. The actor's replies (one write per reply today, see
 `replay/actor.py`) add wake-ups that coalescing them per loop iteration would remove.""",
     "P9b": """\
 One evaluation is a ping-pong between the caller and its actor, so it keeps roughly
