@@ -179,16 +179,17 @@ another's hashing, minus the GIL hand-offs (an I/O-bound thread waits behind CPU
 ones to get the GIL back).""",
     "P9c": """\
 On one event loop everything the caller does for a call runs on one thread: the
-request's canonical encoding and hash (45 us for the realistic request in this run, P4a),
-then the frame, the future, the task switch and the decode. What the async path removes
-is the waiting: a sequential `complete()` pays a blocking round trip per call (two
-context switches and the actor's wake-up: 103 - 45 = ~58 us here), while 64 tasks keep
-the actor busy and the caller never idles: a call then costs the caller's CPU alone,
-60 us = 45 us of hashing + ~15 us of asyncio and framing. The ratio is (hash + round
-trip) / (hash + overhead): 103 / 60 = 1.7 here. The hash alone caps it at 103 / 45 =
-2.3, so reaching 2 needs the overhead under ~6 us, or a faster `request_hash` (P4 asks
-for 1.5 x msgspec, ~34 us: (34 + 58) / (34 + 15) = 1.9), or both. On this shared machine the ratio moved between 1.1 and 1.9 across the session's
-runs, with the load other work put on the two cores. The actor's replies (one write per reply today, see
+request's canonical encoding and hash (45 us for the realistic request in this run,
+P4a), then the frame, the future, the task switch and the decode. What the async path
+removes is the waiting: a sequential `complete()` pays a blocking round trip per call
+(two context switches and the actor's wake-up: 103 - 45 = ~58 us here), while 64 tasks
+keep the actor busy and the caller never idles: a call then costs the caller's CPU
+alone, 60 us = 45 us of hashing + ~15 us of asyncio and framing. The ratio is (hash +
+round trip) / (hash + overhead): 103 / 60 = 1.7 here. The hash alone caps it at 103 / 45
+= 2.3, so reaching 2 needs the overhead under ~6 us, or a faster `request_hash` (P4 asks
+for 1.5 x msgspec, ~34 us: (34 + 58) / (34 + 15) = 1.9), or both. On this shared machine
+the ratio moved between 1.1 and 1.9 across the session's runs, with the load other work
+put on the two cores. The actor's replies (one write per reply today, see
 `replay/actor.py`) add wake-ups that coalescing them per loop iteration would remove.""",
     "P9b": """\
 One evaluation is a ping-pong between the caller and its actor, so it keeps roughly

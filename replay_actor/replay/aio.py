@@ -39,8 +39,10 @@ __all__ = ["AsyncLink"]
 
 _READ: Final = 262144
 _GOODBYE: Final = protocol.GOODBYE
-#: Frames buffered before a write even within one loop iteration.
-FLUSH_EVERY = 8
+#: Frames buffered before a write even within one loop iteration: a write costs
+#: about as much as the actor's whole work for a frame (it wakes the actor), so a few
+#: dozen frames share one, yet the actor starts on them while we hash the rest.
+FLUSH_EVERY = 32
 _FIRST_DELAY: Final = 0.0005
 _LAST_DELAY: Final = 0.05
 
