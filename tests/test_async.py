@@ -274,3 +274,25 @@ def test_fork_child_uses_a_connection_of_its_own(fixture_path: Path) -> None:
         os.close(read)
         assert status == 0
         assert asyncio.run(provider.acomplete(LOOP))["i"] != child
+
+
+def test_many_tasks_after_the_actor_died_all_get_actor_lost(fixture_path: Path) -> None:
+    from tests.procs import wait_gone
+
+    provider = acquire(fixture_path, timeout=30)
+    try:
+
+        async def main() -> list[Any]:
+            assert (await provider.acomplete(HELLO))["content"] == "frozen"
+            os.kill(provider.actor_pid, signal.SIGKILL)
+            assert wait_gone(provider.actor_pid)
+            # Enough frames in one loop iteration to be written at once, into a dead
+            # connection: every task gets ActorLost, none an internal error.
+            calls = (provider.acomplete(HELLO) for _ in range(100))
+            done: list[Any] = await asyncio.gather(*calls, return_exceptions=True)
+            return done
+
+        got = asyncio.run(main())
+        assert all(isinstance(g, ActorLost) for g in got), {type(g) for g in got}
+    finally:
+        provider.release()

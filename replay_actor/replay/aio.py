@@ -125,7 +125,7 @@ class AsyncLink:
                 # wakes the actor, and one wake-up for many frames costs less.
                 self._flush_due = True
                 loop.call_soon(self._flush)
-        if self._timer is None:
+        if self._timer is None and self._waiters:  # (a failed write emptied them)
             self._timer = loop.call_at(self._waiters[0][1], self._on_timer)
         return future
 
