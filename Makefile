@@ -8,7 +8,7 @@ EXTRAS := dev,live,openai,anthropic,inspect,pydantic-ai,pytest,ray
 BSTAMP := $(VENV)/.installed-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint typecheck pytest demo demo-sdk bench clean
+.PHONY: help test lint typecheck pytest demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ demo-sdk: $(STAMP) ## run an unchanged openai-SDK app (two calls and a stream) u
 
 bench: $(BSTAMP) ## run benchmarks/, print the table, rewrite docs/benchmarks.md
 	$(PY) -m benchmarks
+
+soak: $(STAMP) ## random-kill soak: 1,000 cycles of killed owners, actors, zygotes, copies (minutes; not in make test)
+	$(PY) -m tests.soak --cycles 1000
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -14,6 +14,6 @@ shared machine lands on both sides. Modules, one concern each:
 - ``minizygote`` -- P5's strict reference: a no-op child forked from a warm process
 - ``lifecycle`` -- P5 acquire -> ready, P7 owner SIGKILL -> actor gone, idle CPU
 - ``loading``   -- P6 fixture load throughput
-- ``concurrency`` -- P9 threads, processes, asyncio tasks
+- ``concurrency`` -- P9 threads, processes, asyncio tasks; P10 a pipelined batch
 - ``report``    -- the table, ``results/latest.json``, ``docs/benchmarks.md`` and the plot
 """

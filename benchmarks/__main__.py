@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: P1 ... P9, P12, P13, E1 (or EXPLAIN)",
+        help="comma-separated sections: P1 ... P13, E1 (or EXPLAIN)",
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P7"}, "owner death and idle CPU (P7)", lambda: lifecycle.run_owner_death(cfg)),
         ({"P6"}, "fixture load (P6)", lambda: loading.run_loading(cfg)),
         ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
+        ({"P10"}, "pipelined batch (P10)", lambda: concurrency.run_pipeline(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
+    rows.sort(key=lambda r: (int(r.id[1:].rstrip("abcdefghijklmnopqrstuvwxyz")), r.id))
     # By number (P12 after P9), then by suffix (P4a before P4b); E rows after P rows.
     rows.sort(key=_order)
     duration = time.perf_counter() - started

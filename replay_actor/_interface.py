@@ -3,16 +3,23 @@
 ``open_provider`` returns one (a replay handle, a live provider or a recorder), and the
 integrations (SDK transports, framework models, the pytest plugin) take any of them:
 this is what keeps the application the same code in every mode.
+
+``complete_many(requests)`` answers a batch: one element per request, in order, each the
+response or the ``ReplayError`` that ``complete`` would have raised for it. The replay
+handle pipelines the batch over its connection; the live and recording providers call
+``complete`` for each request in turn (``complete_each``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
 
+from ._errors import ReplayError
 from ._request import RequestLike
 
-__all__ = ["Provider"]
+__all__ = ["Provider", "complete_each"]
 
 
 @runtime_checkable
@@ -26,6 +33,10 @@ class Provider(Protocol):
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]: ...
 
+    def complete_many(
+        self, requests: Iterable[RequestLike]
+    ) -> list[dict[str, Any] | ReplayError]: ...
+
     def snapshot(self) -> dict[str, Any]: ...
 
     def release(self) -> None: ...
@@ -38,3 +49,18 @@ class Provider(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> Any: ...
+
+
+def complete_each(
+    complete: Callable[[RequestLike], dict[str, Any]], requests: Iterable[RequestLike]
+) -> list[dict[str, Any] | ReplayError]:
+    """``complete_many`` as a loop: each request's response, or the ``ReplayError`` its
+    ``complete`` raised (any other exception propagates)."""
+    results: list[dict[str, Any] | ReplayError] = []
+    for request in requests:
+        try:
+            results.append(complete(request))
+        except ReplayError as exc:
+            exc.__traceback__ = None  # the caller gets the error, not our frames
+            results.append(exc)
+    return results

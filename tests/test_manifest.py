@@ -309,7 +309,7 @@ def test_every_kind_has_the_same_interface(tmp_path: Path, no_leaks: None) -> No
             assert same is provider
             assert not provider.closed
             kinds.append(provider.snapshot()["kind"])
-            for name in ("complete", "acomplete", "snapshot", "release"):
+            for name in ("complete", "acomplete", "complete_many", "snapshot", "release"):
                 assert callable(getattr(provider, name))
         assert provider.closed
         provider.release()

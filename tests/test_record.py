@@ -478,3 +478,19 @@ def test_rejected_fixture_is_reported(chat: ChatServer, tmp_path: Path) -> None:
         open_provider(record_manifest(chat, fixture))
     assert (caught.value.reason, caught.value.line) == ("invalid_json", 1)
     assert leftovers(tmp_path) == []
+
+
+def test_complete_many_in_live_record_and_replay(
+    chat: ChatServer, tmp_path: Path, no_leaks: None
+) -> None:
+    fixture = tmp_path / "batch.jsonl"
+    batch: list[Any] = [*WORKFLOW, {"messages": []}]
+    with open_provider({"provider": {"kind": "live", **live_table(chat)}}) as live:
+        live_answers = live.complete_many(batch)
+    with open_provider(record_manifest(chat, fixture)) as rec:
+        recorded = rec.complete_many(batch)
+    with open_provider({"provider": {"kind": "replay", "fixture": str(fixture)}}) as replay:
+        replayed = replay.complete_many(batch)
+    for answers in (live_answers, recorded, replayed):
+        assert [type(a).__name__ for a in answers] == ["dict"] * 4 + ["RequestError"]
+    assert recorded[:4] == replayed[:4]

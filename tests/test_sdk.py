@@ -30,6 +30,7 @@ from replay_actor import (
     openai_client,
     request_hash,
 )
+from replay_actor._interface import complete_each
 from replay_actor._request import canonical_request
 from replay_actor.authoring.sidecar import SidecarWriter
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
@@ -464,6 +465,9 @@ class Counting:
         self.calls += 1
         result: dict[str, Any] = self.inner.complete(request)
         return result
+
+    def complete_many(self, requests: Any) -> list[Any]:
+        return complete_each(self.complete, requests)
 
     async def acomplete(self, request: Any) -> dict[str, Any]:
         self.calls += 1

@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE))
 from app import plan_weekend  # noqa: E402
 
 from replay_actor import entry_line, request_hash  # noqa: E402
+from replay_actor._interface import complete_each  # noqa: E402
 from replay_actor.integrations.transport import ProviderTransport  # noqa: E402
 
 FIXTURE: Final = HERE / "fixture.jsonl"
@@ -46,6 +47,9 @@ class Scripted:
     def complete(self, request: Any) -> dict[str, Any]:
         self.requests.append(request)
         return {"content": ANSWERS[len(self.requests) - 1], "finish_reason": "stop"}
+
+    def complete_many(self, requests: Any) -> list[Any]:
+        return complete_each(self.complete, requests)
 
     async def acomplete(self, request: Any) -> dict[str, Any]:
         return self.complete(request)

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
 import msgspec
 
-from .._errors import ProviderClosed
+from .._errors import ProviderClosed, ReplayError
+from .._interface import complete_each
 from .._request import RequestLike, canonical_request
 from ..vendors._common import refuse_unfaithful
 from .base import Adapter
@@ -122,6 +124,11 @@ class LiveProvider:
             raise ProviderClosed("the provider was released")
         _, plain = prepare_request(request)
         return await self.acomplete_plain(plain)
+
+    def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
+        """``complete`` for each request in turn: one element per request, the response
+        or the ``ReplayError`` that call raised (see ``Provider``)."""
+        return complete_each(self.complete, requests)
 
     def snapshot(self) -> dict[str, Any]:
         """``kind``, ``adapter``, ``model`` and the call counters; no payload, no key."""

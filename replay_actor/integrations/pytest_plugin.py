@@ -23,14 +23,15 @@ entries no test asked for.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from .._errors import ManifestError, ReplayMiss, SequenceExhausted
+from .._errors import ManifestError, ReplayError, ReplayMiss, SequenceExhausted
+from .._interface import complete_each
 from .._request import RequestLike, request_hash
 
 if TYPE_CHECKING:
@@ -264,6 +265,9 @@ class _Counted:
             raise failure()  # private: see the class docstring
         self._served(request)
         return answer
+
+    def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
+        return complete_each(self.complete, requests)
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         self._stats.calls += 1

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Final
 
@@ -34,9 +35,11 @@ from .._errors import (
     FixtureError,
     ProviderClosed,
     RecordingError,
+    ReplayError,
     RequestError,
     SequenceExhausted,
 )
+from .._interface import complete_each
 from .._request import RequestLike
 from ..adapters.live import LiveProvider, prepare_request
 from ..authoring.sidecar import SidecarWriter
@@ -255,6 +258,11 @@ class RecordingProvider:
         recorded = await asyncio.to_thread(self._record, request_hash, response)
         await asyncio.to_thread(self._sidecar.append_or_warn, request_hash, canonical_json(plain))
         return recorded
+
+    def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
+        """``complete`` for each request in turn: one element per request, the response
+        or the ``ReplayError`` that call raised (see ``Provider``)."""
+        return complete_each(self.complete, requests)
 
     def snapshot(self) -> dict[str, Any]:
         """The current fixture's safe snapshot plus ``kind``, ``recorded``, the fixture

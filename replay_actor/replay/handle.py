@@ -2,32 +2,47 @@
 
 Runs in: the caller (and in every process a copy of the handle reaches).
 
-A handle talks to its acquisition's actor over ``wire.Channel``s (AF_UNIX sockets):
-the first thread that calls uses the handle's first channel, every other thread opens
-one of its own, and a lock per channel keeps each request/reply exchange whole. Threads
-and asyncio tasks can share a handle without queueing behind each other's round trips;
-the actor serialises them, so each sequence element is handed out exactly once.
-Every read is bounded by the handle's timeout (``SO_RCVTIMEO``) and ends with EOF the
-moment the actor dies, so no call blocks forever; an exchange interrupted half-way
-leaves the framing unknown, and the handle is then broken for good (``ActorLost``).
+A handle talks to its acquisition's actor over AF_UNIX stream connections, in the
+frames of ``wire.py`` (replies come back strictly in request order per connection):
+
+- ``complete``: the first thread that calls uses the handle's first channel, every
+  other thread opens one of its own; a lock per channel keeps each request/reply
+  exchange whole, so threads never queue behind each other's round trips.
+- ``acomplete``: on the event loop itself, no worker thread. Every task of one loop
+  shares one connection with many requests in flight (``aio.AsyncLink``).
+- ``complete_many``: a batch pipelined on this thread's channel (``pipeline.py``).
+
+The actor serialises every connection, so each sequence element is handed out exactly
+once. Every wait is bounded by the handle's timeout and ends with EOF the moment the
+actor dies, so no call blocks forever; an exchange whose framing is in doubt (cut
+half-way, late, or answered with a frame that is not a reply to it) breaks the handle
+for good (``ActorLost``). The handle-wide fate (released, ended, broken) lives in
+``state.HandleState``, shared by all of them.
+
+Private mode: a request hash never sits in a local variable of a frame that an error
+is raised through (``complete``, ``acomplete``, the batch), so a reporter that prints
+frame locals (``pytest --showlocals``, ``traceback.TracebackException(capture_locals=
+True)``, Sentry) cannot show it. The helpers therefore *return* their errors, built
+fresh and detached from the frames that made them, and the public methods raise them.
 
 Copies. Pickling a handle (a ``multiprocessing.Process`` argument, a ``Connection`` or a
-``Queue``) sends only the actor's address; the copy opens its own channel, so copies
-never interfere. A bare ``os.fork()`` child drops the inherited channel (it is the
-parent's) and opens its own on first use. Only the handle ``acquire`` returned can end
-the acquisition; ``release()`` on a copy closes that copy's channel alone.
+``Queue``) sends only the actor's address; the copy opens its own connections, so copies
+never interfere. A bare ``os.fork()`` child drops the inherited connections (they are
+the parent's) and opens its own on first use. Only the handle ``acquire`` returned can
+end the acquisition; ``release()`` on a copy closes that copy's connections alone.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
+import atexit
 import os
 import socket
 import threading
 import warnings
 import weakref
-from typing import Any, Final
+from collections.abc import Iterable
+from typing import Any, Final, cast
 
 import msgspec
 
@@ -39,14 +54,19 @@ from .._errors import (
     OwnerNotAlive,
     ProviderClosed,
     ReplayError,
+    ReplayMiss,
+    RequestError,
     SequenceExhausted,
 )
 from .._request import RequestLike, request_hash
 from ..fixture import DEFAULT_CEILINGS, Ceilings
-from . import protocol
+from . import dial, protocol
+from .aio import AsyncLink
+from .pipeline import pipeline
 from .procs import ProcessHandle, identity
 from .protocol import ActorConfig
-from .wire import Channel, set_timeouts
+from .state import HandleState, detached
+from .wire import Channel, bounded_timeout, frame, set_timeouts
 from .zygote import zygote
 
 __all__ = ["ReplayProvider", "acquire", "check_timeout"]
@@ -55,14 +75,21 @@ _decode = msgspec.json.decode
 _RESPONSE: Final = protocol.RESPONSE
 _MISS: Final = protocol.MISS
 _EXHAUSTED: Final = protocol.EXHAUSTED
+#: The frames that may answer each request; anything else breaks the handle.
+_COMPLETE_REPLIES: Final = frozenset({_RESPONSE, _MISS, _EXHAUSTED})
+_JSON_REPLIES: Final = frozenset({protocol.JSON})
 #: A failed bootstrap's kind -> the error the caller can catch.
 _FAILURES: Final[dict[str, type[ReplayError]]] = {
     "owner": OwnerNotAlive,
     "inspection": InspectionPathError,
 }
 _OWNER_WATCH_ENV: Final = "REPLAY_ACTOR_OWNER_WATCH"
+_RELEASED: Final = "this provider was released"
 
-# Every live handle of this process, so a fork child can disown the parent's channels.
+Result = dict[str, Any] | ReplayError
+
+# Every live handle of this process, so a fork child can disown the parent's channels
+# and the exit hook can end this process's own acquisitions.
 _handles: weakref.WeakSet[ReplayProvider] = weakref.WeakSet()
 
 
@@ -74,17 +101,32 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _connect(address: bytes, timeout: float) -> Channel:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(timeout)
-        sock.connect(address)
-        sock.settimeout(None)
-        set_timeouts(sock, timeout)
-    except BaseException:
-        sock.close()
-        raise
-    return Channel.from_socket(sock)
+def _release_own_at_exit() -> None:
+    """At interpreter exit, end the acquisitions this process owns and acquired.
+
+    Their actors would exit with us anyway (we are their owner), but only after we are
+    gone: the zygote's exit hook, which waits for its actors, would otherwise wait its
+    whole bound for actors that are waiting for us. Registered after the zygote's hook
+    (this module imports ``zygote`` first), so it runs before it. Acquisitions owned by
+    another process live on (their owner may still use them), and the zygote is then
+    left to finish with them rather than waited for.
+    """
+    me = os.getpid()
+    foreign = False
+    for handle in list(_handles):
+        if handle._process is None:
+            continue  # a copy: its actor is another process's zygote's child
+        if handle.owner_pid == me:
+            handle.release_within(1.0)
+        elif handle._actor_alive():
+            foreign = True
+    if foreign:
+        # Our zygote outlives us for actors whose owners live on (it exits after
+        # them); waiting for it here would only delay our exit by the hook's bound.
+        zygote.shutdown(wait=0.0)
+
+
+atexit.register(_release_own_at_exit)
 
 
 class _Slot:
@@ -126,6 +168,7 @@ class ReplayProvider:
         self._private = private
         self._timeout = timeout
         self._process = acquirer
+        self._state = HandleState(actor_pid)
         # The first channel (the acquirer's bootstrap channel, or a copy's first
         # connection) serves the first thread that calls, and carries ``release``.
         self._primary = _Slot(conn)
@@ -134,10 +177,9 @@ class ReplayProvider:
         # other's exchanges; a thread's channel closes when the thread ends.
         self._local = threading.local()
         self._others: weakref.WeakSet[_Slot] = weakref.WeakSet()
-        self._state = threading.Lock()
-        self._closed = False
-        self._ended = False  # the acquisition ended (released by its acquirer)
-        self._broken = False
+        # One connection per event loop for ``acomplete``.
+        self._links: dict[asyncio.AbstractEventLoop, AsyncLink] = {}
+        self._mutex = threading.Lock()
         _handles.add(self)
 
     # -- properties -------------------------------------------------------------------
@@ -155,7 +197,7 @@ class ReplayProvider:
     @property
     def closed(self) -> bool:
         """True once ``release()`` was called on this handle (or the acquisition ended)."""
-        return self._closed or self._ended
+        return self._state.closed or self._state.ended
 
     @property
     def private(self) -> bool:
@@ -170,46 +212,178 @@ class ReplayProvider:
         Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
         ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
         """
-        if self._closed or self._ended:
-            self._check_usable()  # a closed handle says so before judging the request
+        state = self._state
+        if state.closed or state.ended:
+            state.check()  # a closed handle says so before judging the request
+        reply, shown = self._ask(request)
+        if type(reply) is bytes:
+            kind = reply[:1]
+            if kind == _RESPONSE:
+                response: dict[str, Any] = _decode(memoryview(reply)[1:])
+                return response
+            if kind == _MISS:
+                raise self._missed(request, shown)
+            raise SequenceExhausted(shown)
+        assert isinstance(reply, ReplayError)
+        raise reply
+
+    def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
+        # The one frame that holds the hash; it returns (never raises) what went wrong.
         digest = request_hash(request)
-        reply = self._exchange(protocol.complete_request(digest))
+        reply = self._exchange(protocol.complete_request(digest), _COMPLETE_REPLIES)
+        return reply, None if self._private else digest
+
+    async def acomplete(self, request: RequestLike) -> dict[str, Any]:
+        """``complete`` for asyncio, on the event loop itself (no worker thread).
+
+        The tasks of one loop share one connection with many requests in flight. A
+        task cancelled while its request is in flight leaves the connection usable;
+        the element its request took counts as served.
+        """
+        state = self._state
+        if state.closed or state.ended:
+            state.check()
+        future, shown, link = self._submit(request)
+        reply = await future
         kind = reply[:1]
         if kind == _RESPONSE:
             response: dict[str, Any] = _decode(memoryview(reply)[1:])
             return response
-        shown = None if self._private else digest
         if kind == _MISS:
-            from ..authoring.explain import miss_error  # only a miss pays for it
-
-            raise miss_error(request, digest, self._private, *self._explain)
+            raise self._missed(request, shown)
         if kind == _EXHAUSTED:
             raise SequenceExhausted(shown)
-        raise ActorLost("the cursor actor sent an unexpected reply")
+        link.lose("sent an unexpected reply")
+        raise ActorLost(f"the cursor actor (pid {self._actor_pid}) sent an unexpected reply")
 
-    async def acomplete(self, request: RequestLike) -> dict[str, Any]:
-        """``complete`` for asyncio: the exchange runs in a worker thread, so the event
-        loop is never blocked."""
-        return await asyncio.to_thread(self.complete, request)
+    def _missed(self, request: RequestLike, shown: str | None) -> ReplayMiss:
+        """The ``ReplayMiss`` for ``request``, explained by the fixture's request sidecar
+        when it has one (only a miss pays for the lookup, on the caller's side).
+
+        In private mode the hash is computed again here, in a frame that is gone before
+        the caller raises: the explanation goes to the inspection record only.
+        """
+        fixture, inspection_path = self._explain
+        if not fixture:
+            return ReplayMiss(shown)
+        from ..authoring.explain import miss_error
+
+        digest = shown if shown is not None else request_hash(request)
+        return miss_error(request, digest, self._private, fixture, inspection_path)
+
+    def _submit(self, request: RequestLike) -> tuple[asyncio.Future[bytes], str | None, AsyncLink]:
+        loop = asyncio.get_running_loop()
+        digest = request_hash(request)
+        message = frame(protocol.complete_request(digest))
+        shown = None if self._private else digest
+        del digest
+        link = self._link(loop)
+        if isinstance(link, ReplayError):
+            message = b""
+            raise link
+        return link.submit(message), shown, link
+
+    def _link(self, loop: asyncio.AbstractEventLoop) -> AsyncLink | ReplayError:
+        """This loop's connection, made on first use (or after a local failure)."""
+        state = self._state
+        link = self._links.get(loop)
+        if link is not None and state.usable() and not (link.transient and link.dead):
+            return link
+        with self._mutex:
+            error = state.error()
+            if error is not None:
+                return error
+            link = self._links.get(loop)
+            if link is not None and not (link.transient and link.dead):
+                return link
+            for other, stale in list(self._links.items()):
+                if other.is_closed():  # its loop is gone: free the descriptor now
+                    del self._links[other]
+                    stale.close(_released)
+            try:
+                link = AsyncLink(loop, self._address, self._timeout, state)
+            except ReplayError as exc:
+                failure = exc
+            else:
+                self._links[loop] = link
+                return link
+        return detached(failure)
+
+    def complete_many(self, requests: Iterable[RequestLike]) -> list[Result]:
+        """Answer a batch from this thread, pipelined: the requests are sent without
+        waiting for earlier replies, and the replies read in order.
+
+        Returns one element per request, in order: the response dict, or the
+        ``ReplayError`` that ``complete`` would have raised for it (``ReplayMiss``,
+        ``SequenceExhausted``, ``RequestError`` for an invalid request, which is never
+        sent, ``ProviderClosed``, ``ActorLost``). Never raises a ``ReplayError``.
+        """
+        batch = list(requests)
+        state = self._state
+        if not batch:
+            return []
+        if state.closed or state.ended:
+            return [_fresh(state.error()) for _ in batch]
+        results: list[Result | None] = [None] * len(batch)
+        slot = self._slot()
+        if isinstance(slot, ReplayError):
+            return _failed(batch, slot)
+        with slot.lock:
+            error = state.error()
+            conn = slot.channel
+            if error is None and conn is None:
+                opened = self._open_channel()
+                if isinstance(opened, ReplayError):
+                    error = opened
+                else:
+                    conn = slot.channel = opened
+            if error is None and conn is not None and conn.pending():
+                # Only an unsolicited goodbye can wait here between exchanges.
+                error = self._unsolicited(slot, conn)
+            if error is not None or conn is None:
+                return _failed(batch, error or state.lose("was lost earlier"))
+            in_step = pipeline(
+                conn.fileno(),
+                batch,
+                results,
+                private=self._private,
+                timeout=self._timeout,
+                state=state,
+            )
+            if not in_step:
+                slot.close()
+        if self._explain[0]:
+            for i, result in enumerate(results):
+                if type(result) is ReplayMiss:
+                    results[i] = self._missed(batch[i], result.request_hash)
+        return cast("list[Result]", results)  # the pipeline filled every element
 
     def snapshot(self) -> dict[str, Any]:
         """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
-        result: dict[str, Any] = protocol.decode_json(self._exchange(protocol.SNAPSHOT))
+        reply = self._exchange(protocol.SNAPSHOT, _JSON_REPLIES)
+        if not isinstance(reply, bytes):
+            raise reply
+        result: dict[str, Any] = protocol.decode_json(reply)
         result["kind"] = "replay"
         return result
 
     def inspect(self) -> dict[str, Any]:
         """Owner-only diagnostics: the hashes of misses and exhausted sequences."""
-        result: dict[str, Any] = protocol.decode_json(self._exchange(protocol.INSPECT))
+        reply = self._exchange(protocol.INSPECT, _JSON_REPLIES)
+        if not isinstance(reply, bytes):
+            raise reply
+        result: dict[str, Any] = protocol.decode_json(reply)
         return result
 
-    def _slot(self) -> _Slot:
-        """This thread's channel slot, claiming the first one or connecting anew."""
+    def _slot(self) -> _Slot | ReplayError:
+        """This thread's channel slot, claiming the first one or making a new one."""
         slot: _Slot | None = getattr(self._local, "slot", None)
         if slot is not None:
             return slot
-        with self._state:
-            self._check_usable()
+        with self._mutex:
+            error = self._state.error()
+            if error is not None:
+                return error
             if not self._primary_taken:
                 self._primary_taken = True
                 slot = self._primary
@@ -219,51 +393,99 @@ class ReplayProvider:
         self._local.slot = slot
         return slot
 
-    def _exchange(self, message: bytes) -> bytes:
+    def _exchange(self, message: bytes, expected: frozenset[bytes]) -> bytes | ReplayError:
+        """One request and its reply on this thread's channel; the error is returned."""
         slot = self._slot()
+        if isinstance(slot, ReplayError):
+            return slot
+        state = self._state
         with slot.lock:
-            self._check_usable()
+            error = state.error()
+            if error is not None:
+                return error
             conn = slot.channel
             if conn is None:
-                conn = slot.channel = self._open_channel()
+                opened = self._open_channel()
+                if isinstance(opened, ReplayError):
+                    return opened
+                conn = slot.channel = opened
             failure: BaseException | None = None
+            reply = b""
             try:
                 conn.send(message)
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 failure = exc
-            if failure is None and reply != protocol.GOODBYE:
-                return reply
-            if failure is None or _released_notice(conn):
-                self._ended = True
+            if failure is None:
+                if reply[:1] in expected:
+                    return reply
                 slot.close()
-                raise ProviderClosed("the acquisition was released by its acquirer")
+                if reply == protocol.GOODBYE:
+                    return state.end()
+                # Not a reply to this request: every later one would be off by one.
+                return state.lose("sent an unexpected reply")
+            if _released_notice(conn):
+                slot.close()
+                return state.end()
             # Half an exchange may be in flight: the framing is unknown, never reuse it.
-            self._broken = True
             slot.close()
             reason = "did not answer in time" if isinstance(failure, BlockingIOError) else "died"
-        raise ActorLost(f"the cursor actor (pid {self._actor_pid}) {reason}") from failure
+            return state.lose(reason, failure)
+
+    def _unsolicited(self, slot: _Slot, conn: Channel) -> ReplayError:
+        try:
+            notice = conn.recv()
+        except (EOFError, OSError):
+            notice = b""
+        slot.close()
+        if notice == protocol.GOODBYE:
+            return self._state.end()
+        return self._state.lose("sent a reply nobody asked for")
+
+    def _reap(self) -> None:
+        """The actor has exited (seen by a ``Supervisor``): free every descriptor now.
+
+        Not a release: the caller did not end it, so later calls raise ``ActorLost``,
+        as they would have on their own.
+        """
+        state = self._state
+        with self._mutex:
+            if not (state.closed or state.ended):
+                state.lose("exited")
+            slots = [self._primary, *self._others]
+            links = list(self._links.values())
+            self._links.clear()
+            process, self._process = self._process, None
+        for link in links:
+            link.close_from_anywhere(state.error_factory())
+        for slot in slots:
+            with slot.lock:
+                slot.close()
+        if process is not None:
+            process.close()
+
+    def _pidfd(self) -> int | None:
+        """The pidfd on this acquisition's actor (acquirer's handle only), or None."""
+        process = self._process
+        return None if process is None else process.fd
 
     def _actor_alive(self) -> bool:
         """Whether this acquisition's actor still runs (acquirer's handle only)."""
         return self._process is None or self._process.alive()
 
-    def _check_usable(self) -> None:
-        if self._closed:
-            raise ProviderClosed("this provider was released")
-        if self._ended:
-            raise ProviderClosed("the acquisition was released by its acquirer")
-        if self._broken:
-            raise ActorLost(f"the cursor actor (pid {self._actor_pid}) was lost earlier")
-
-    def _open_channel(self) -> Channel:
+    def _open_channel(self) -> Channel | ReplayError:
         try:
-            return _connect(self._address, self._timeout)
-        except OSError:
+            return Channel.from_socket(dial.connect(self._address, self._timeout))
+        except ProviderClosed:
             # Nobody listens any more: the acquisition is over (released, or its owner
             # died). A copy cannot tell which, and there is nothing left to call.
-            self._ended = True
-        raise ProviderClosed("the acquisition has ended")
+            return self._state.end("the acquisition has ended")
+        except ActorLost as exc:
+            self._state.broken = True
+            failure: ReplayError = exc
+        except ReplayError as exc:
+            failure = exc  # a local shortage (no fd): the handle stays usable
+        return detached(failure)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -276,16 +498,21 @@ class ReplayProvider:
 
     def release_within(self, timeout: float) -> None:
         """``release``, waiting at most ``timeout`` seconds for the actor to exit."""
-        with self._state:
-            if self._closed:
+        state = self._state
+        with self._mutex:
+            if state.closed:
                 return
-            self._closed = True
+            state.closed = True
             others = list(self._others)
+            links = list(self._links.values())
+            self._links.clear()
             process, self._process = self._process, None
+        for link in links:
+            link.close_from_anywhere(_released)
         # Each slot's lock waits for an exchange in flight (bounded by the timeout).
         with self._primary.lock:
             conn = self._primary.channel
-            if conn is not None and not self._broken and not self._ended:
+            if conn is not None and not state.broken and not state.ended:
                 try:
                     conn.send(protocol.RELEASE)
                     conn.recv()
@@ -296,7 +523,11 @@ class ReplayProvider:
             with slot.lock:
                 slot.close()
         if process is not None:
-            process.finish(timeout)
+            try:
+                wait = bounded_timeout(timeout)
+            except ReplayError:
+                wait = self._timeout
+            process.finish(wait)
         _handles.discard(self)
 
     def __enter__(self) -> ReplayProvider:
@@ -306,9 +537,15 @@ class ReplayProvider:
         self.release()
 
     def __del__(self) -> None:
-        # Only warn: the channels close their own descriptors when freed with us.
-        primary = getattr(self, "_primary", None)
-        if primary is not None and primary.channel is not None and not self._closed:
+        # Only warn: the channels close their own descriptors when freed with us. The
+        # event loops' connections are referenced by their loops, so close them here.
+        state = getattr(self, "_state", None)
+        if state is None:
+            return
+        for link in list(getattr(self, "_links", {}).values()):
+            link.close_from_anywhere(_released)
+        primary = self._primary
+        if primary.channel is not None and not state.closed:
             warnings.warn(
                 f"unreleased ReplayProvider for actor {self._actor_pid}",
                 ResourceWarning,
@@ -317,9 +554,10 @@ class ReplayProvider:
             )
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else "broken" if self._broken else "open"
+        state = self._state
+        status = "closed" if self.closed else "broken" if state.broken else "open"
         role = "acquirer" if self._process is not None else "copy"
-        return f"<ReplayProvider {state} {role} actor={self._actor_pid} owner={self._owner_pid}>"
+        return f"<ReplayProvider {status} {role} actor={self._actor_pid} owner={self._owner_pid}>"
 
     # -- copies -----------------------------------------------------------------------
 
@@ -345,13 +583,42 @@ class ReplayProvider:
         for slot in [self._primary, *self._others]:
             slot.lock = threading.Lock()
             slot.close()
+        for link in self._links.values():
+            link.disown()
+        self._links = {}
         self._others = weakref.WeakSet()
         self._local = threading.local()
-        self._state = threading.Lock()
+        self._mutex = threading.Lock()
         self._primary_taken = False
         process, self._process = self._process, None
         if process is not None:
             process.close()
+
+
+def _released() -> ReplayError:
+    return ProviderClosed(_RELEASED)
+
+
+def _fresh(error: ReplayError | None) -> ReplayError:
+    """A new instance of ``error`` for each element of a batch (never one shared)."""
+    assert error is not None
+    copy = type(error)(*error.args)
+    copy.__cause__ = error.__cause__
+    return copy
+
+
+def _failed(batch: list[RequestLike], error: ReplayError) -> list[Result]:
+    """Every element's error when the batch cannot be sent: as ``complete`` would say,
+    ``RequestError`` first for an invalid request."""
+    results: list[Result] = []
+    for request in batch:
+        try:
+            request_hash(request)
+        except RequestError as exc:
+            results.append(detached(exc))
+            continue
+        results.append(_fresh(error))
+    return results
 
 
 def _released_notice(conn: Channel) -> bool:
@@ -382,25 +649,25 @@ def _rebuild(  # noqa: PLR0917 - pickle passes the arguments positionally
     )
     # Connect at once: from then on the actor's death is this copy's EOF (ActorLost),
     # and the acquirer's release reaches it as a goodbye (ProviderClosed). Only a copy
-    # unpickled after the acquisition ended finds nobody listening.
+    # unpickled after the acquisition ended finds nobody listening. Anything else (a
+    # busy listener, no fd to spare) is not an end: the first call connects again.
     try:
-        copy._primary.channel = _connect(address, timeout)
-    except OSError:
-        copy._ended = True
+        copy._primary.channel = Channel.from_socket(dial.connect(address, timeout))
+    except ProviderClosed:
+        copy._state.end("the acquisition has ended")
+    except ReplayError:
+        pass
     return copy
 
 
 def check_timeout(timeout: float) -> float:
-    """``timeout`` as a float if it is a positive finite number of seconds."""
-    try:
-        value = float(timeout)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise InvalidArgument(
-            f"timeout must be a positive finite number of seconds, not {timeout!r}"
-        )
-    return value
+    """``timeout`` as a float if it is a positive finite number of seconds.
+
+    Raises ``InvalidArgument`` otherwise (``inf`` and ``nan`` included: no call may
+    block forever). A value under a microsecond is rounded up to one, never down to
+    "no timeout"; one over ``wire.MAX_TIMEOUT`` (about 11.6 days) is capped there.
+    """
+    return bounded_timeout(timeout)
 
 
 def acquire(
@@ -419,12 +686,38 @@ def acquire(
     ``replay-actor coverage``); it needs ``inspection_path``.
 
     Raises ``FixtureError`` (reason and line only) if the fixture is rejected,
-    ``ReplayError`` if the owner is not alive, ``ActorLost`` if the actor does not come
-    up within ``timeout``. Leaves no process behind on failure.
+    ``ReplayError`` if the owner is not alive or this process lacks a resource (no file
+    descriptor to spare), ``ActorLost`` if the actor does not come up within
+    ``timeout``. Leaves no process and no descriptor behind on failure.
     """
     timeout = check_timeout(timeout)
     if inspection_served and inspection_path is None:
         raise InvalidArgument("inspection_served=True needs an inspection_path to log to")
+    try:
+        return _acquire(
+            fixture,
+            owner_pid=owner_pid,
+            private=private,
+            ceilings=ceilings,
+            inspection_path=inspection_path,
+            timeout=timeout,
+            inspection_served=inspection_served,
+        )
+    except OSError as exc:
+        failure = dial.resource_error(exc)
+    raise failure
+
+
+def _acquire(
+    fixture: str | os.PathLike[str],
+    *,
+    owner_pid: int | None,
+    private: bool,
+    ceilings: Ceilings | None,
+    inspection_path: str | os.PathLike[str] | None,
+    timeout: float,
+    inspection_served: bool,
+) -> ReplayProvider:
     owner = os.getpid() if owner_pid is None else owner_pid
     create_time = identity(owner)
     if create_time is None:
@@ -441,18 +734,23 @@ def acquire(
     )
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        actor_pid = zygote.spawn(config, theirs, timeout)
-    finally:
-        theirs.close()  # the actor's end lives only in the actor, so its death is EOF
+        try:
+            actor_pid = zygote.spawn(config, theirs, timeout)
+        finally:
+            theirs.close()  # the actor's end lives only in the actor: its death is EOF
+    except BaseException:
+        ours.close()
+        raise
     process = ProcessHandle(actor_pid)
-    set_timeouts(ours, timeout)
-    conn = Channel.from_socket(ours)
+    conn: Channel | None = None
     outcome: bytes | None = None
     try:
+        set_timeouts(ours, timeout)
+        conn = Channel.from_socket(ours)
         outcome = conn.recv()
     except (EOFError, OSError):
         outcome = None
-    if outcome is not None and outcome.startswith(protocol.READY):
+    if outcome is not None and conn is not None and outcome.startswith(protocol.READY):
         return ReplayProvider(
             conn=conn,
             address=outcome[len(protocol.READY) :],
@@ -463,7 +761,10 @@ def acquire(
             acquirer=process,
             explain=(config.fixture, config.inspection_path),
         )
-    conn.close()
+    if conn is not None:
+        conn.close()
+    else:
+        ours.close()
     if outcome is None:
         process.kill()  # silent or dead: the actor started for us, stopped by its pidfd
         process.close()

@@ -15,24 +15,64 @@ a silent peer turns into ``BlockingIOError`` (an ``OSError``), and a dead one in
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import socket
 import struct
 from typing import Final
 
-__all__ = ["Channel", "set_timeouts"]
+from .._errors import InvalidArgument
+
+__all__ = ["MAX_TIMEOUT", "MIN_TIMEOUT", "Channel", "bounded_timeout", "frame", "set_timeouts"]
 
 _CHUNK: Final = 65536
 _MAX_MESSAGE: Final = 2**32 - 1
+#: The shortest wait the kernel is asked for: a ``timeval`` of zero means "forever", so
+#: anything shorter than a microsecond is rounded up to one, never down to zero.
+MIN_TIMEOUT: Final = 1e-6
+#: The longest: every timeout is capped here (about 11.6 days) so that it fits every
+#: kernel interface it reaches (``timeval``, ``poll`` milliseconds, ``select``).
+MAX_TIMEOUT: Final = 1_000_000.0
+
+
+def bounded_timeout(seconds: float) -> float:
+    """``seconds`` as a finite wait in [``MIN_TIMEOUT``, ``MAX_TIMEOUT``].
+
+    Raises ``InvalidArgument`` for anything that is not a positive finite number: a
+    non-finite timeout would mean "block forever", which no call may do.
+    """
+    try:
+        # A number, not text that parses as one (and not a bool).
+        value = math.nan if isinstance(seconds, (str, bytes, bool)) else float(seconds)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InvalidArgument(
+            f"timeout must be a positive finite number of seconds, not {seconds!r}"
+        )
+    return min(max(value, MIN_TIMEOUT), MAX_TIMEOUT)
 
 
 def set_timeouts(sock: socket.socket, seconds: float) -> None:
-    """Bound every blocking read and write on ``sock`` by ``seconds``."""
+    """Bound every blocking read and write on ``sock`` by ``seconds``.
+
+    The value is rounded *up* to whole microseconds: ``SO_RCVTIMEO`` reads a zero
+    ``timeval`` as "no timeout", so a tiny timeout must never round down to it.
+    """
+    seconds = bounded_timeout(seconds)
     whole = int(seconds)
-    value = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))
+    micro = min(math.ceil((seconds - whole) * 1_000_000), 999_999)
+    if whole == 0 and micro == 0:
+        micro = 1
+    value = struct.pack("ll", whole, micro)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+def frame(payload: bytes) -> bytes:
+    """``payload`` as one frame: its 4-byte big-endian length, then the payload."""
+    return len(payload).to_bytes(4, "big") + payload
 
 
 class Channel:

@@ -1,0 +1,349 @@
+"""``AsyncLink``: one event loop's connection to the actor, with many requests in flight.
+
+Runs in: the caller, on an asyncio event loop (never in a worker thread).
+
+Every task of one loop that calls ``acomplete`` on a handle shares this one
+connection. A request is written the moment it is made, without waiting for the
+replies to earlier ones; the actor answers each connection's requests strictly in
+order, so a FIFO of futures pairs each reply with its request::
+
+    task A --frame A--+                                  +--> future A (reply 1)
+    task B --frame B--+--> socket --> actor --> socket --+--> future B (reply 2)
+    task C --frame C--+     (non-blocking)        (one reader: loop.add_reader)
+
+- Cancelling a task whose request is in flight only cancels its future: the reply
+  still arrives, is read and dropped, and the element it took counts as served. The
+  connection stays in step.
+- Each request must be answered within the handle's timeout; one timer watches the
+  oldest request (re-armed, not recreated, per request). A late reply breaks the
+  connection and the handle (``ActorLost``) and fails every request in flight.
+- An unsolicited goodbye (``Z``) from the actor fails them with ``ProviderClosed``.
+- A full listen backlog is retried from a timer, never by blocking the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import weakref
+from collections.abc import Callable
+from typing import Final
+
+from .._errors import ActorLost, ProviderClosed, ReplayError
+from . import protocol
+from .dial import GONE, RETRY, new_socket, resource_error
+from .state import HandleState
+
+__all__ = ["AsyncLink"]
+
+_READ: Final = 262144
+_GOODBYE: Final = protocol.GOODBYE
+#: Frames buffered before a write even within one loop iteration: a write costs
+#: about as much as the actor's whole work for a frame (it wakes the actor), so a few
+#: dozen frames share one, yet the actor starts on them while we hash the rest.
+FLUSH_EVERY = 32
+_FIRST_DELAY: Final = 0.0005
+_LAST_DELAY: Final = 0.05
+
+Failure = Callable[[], ReplayError]
+
+
+class AsyncLink:
+    """One loop's connection: a write buffer, a FIFO of futures, one reader."""
+
+    __slots__ = (
+        "__weakref__",
+        "_address",
+        "_connect_deadline",
+        "_delay",
+        "_failure",
+        "_fd",
+        "_flush_due",
+        "_in",
+        "_loop",
+        "_out",
+        "_state",
+        "_timeout",
+        "_timer",
+        "_unsent",
+        "_waiters",
+        "_writer_on",
+        "transient",
+    )
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        address: bytes,
+        timeout: float,
+        state: HandleState,
+    ) -> None:
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] = weakref.ref(loop)
+        self._address = address
+        self._timeout = timeout
+        self._state = state
+        self._fd = -1
+        self._out = bytearray()
+        self._in = bytearray()
+        self._waiters: collections.deque[tuple[asyncio.Future[bytes], float]] = collections.deque()
+        self._timer: asyncio.TimerHandle | None = None
+        self._writer_on = False
+        self._flush_due = False
+        self._unsent = 0
+        self._failure: Failure | None = None
+        #: True when the link failed for a local reason (no fd): the handle drops it
+        #: and the next call tries again.
+        self.transient = False
+        self._delay = _FIRST_DELAY
+        self._connect_deadline = loop.time() + timeout
+        self._connect(loop)
+
+    # -- the caller's side ------------------------------------------------------------
+
+    @property
+    def dead(self) -> bool:
+        return self._failure is not None
+
+    def submit(self, frame: bytes) -> asyncio.Future[bytes]:
+        """Send ``frame`` (now, or once connected); the future gets its reply."""
+        loop = self._loop()
+        assert loop is not None  # called on the running loop that made us
+        future: asyncio.Future[bytes] = loop.create_future()
+        if self._failure is not None:
+            future.set_exception(self._failure())
+            return future
+        self._waiters.append((future, loop.time() + self._timeout))
+        self._out += frame
+        self._unsent += 1
+        if self._fd >= 0 and not self._writer_on:
+            if self._unsent >= FLUSH_EVERY:
+                # Never so many unsent that the actor idles while we hash the rest...
+                self._write_now()
+            elif not self._flush_due:
+                # ...but the frames of one loop iteration go out together: a write
+                # wakes the actor, and one wake-up for many frames costs less.
+                self._flush_due = True
+                loop.call_soon(self._flush)
+        if self._timer is None and self._waiters:  # (a failed write emptied them)
+            self._timer = loop.call_at(self._waiters[0][1], self._on_timer)
+        return future
+
+    def lose(self, reason: str) -> None:
+        """Break the link and the handle (a reply the caller could not accept)."""
+        self._lose(reason, None)
+
+    def close(self, failure: Failure) -> None:
+        """Close from the loop's own thread: fail what is in flight with ``failure``."""
+        self._fail(failure)
+
+    def close_from_anywhere(self, failure: Failure) -> None:
+        """Close from any thread: on the loop's thread if it runs elsewhere."""
+        loop = self._loop()
+        if loop is not None and loop.is_running() and not _on(loop):
+            try:
+                loop.call_soon_threadsafe(self._fail, failure)
+                return
+            except RuntimeError:
+                pass  # the loop closed in between: nobody selects on our fd any more
+        self._fail(failure)
+
+    def disown(self) -> None:
+        """In a fork child: drop our copy of the parent's socket, touch nothing else."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+        self._failure = self._failure or _after_fork
+
+    # -- connecting ---------------------------------------------------------------------
+
+    def _connect(self, loop: asyncio.AbstractEventLoop) -> None:
+        sock = new_socket()  # ReplayError (no fd) goes to the caller as is
+        try:
+            sock.setblocking(False)
+            sock.connect(self._address)
+        except OSError as exc:
+            sock.close()
+            self._connect_failed(loop, exc)
+            return
+        self._fd = sock.detach()
+        loop.add_reader(self._fd, self._on_readable)
+        self._write_now()  # what callers sent while we were connecting
+
+    def _connect_failed(self, loop: asyncio.AbstractEventLoop, exc: OSError) -> None:
+        code = exc.errno
+        if code in GONE:
+            self._fail(_ended(self._state, "the acquisition has ended"))
+        elif code not in RETRY:
+            self.transient = True
+            shortage = resource_error(exc)
+            self._fail(lambda: _copy(shortage))
+        elif loop.time() >= self._connect_deadline:
+            self._lose("did not accept a connection in time", exc)
+        else:
+            loop.call_later(self._delay, self._retry)
+            self._delay = min(self._delay * 2, _LAST_DELAY)
+
+    def _retry(self) -> None:
+        loop = self._loop()
+        if loop is None or self._failure is not None:
+            return
+        try:
+            self._connect(loop)
+        except ReplayError as exc:
+            error = exc
+        else:
+            return
+        self.transient = True
+        self._fail(lambda: _copy(error))
+
+    # -- the loop's callbacks -------------------------------------------------------------
+
+    def _flush(self) -> None:
+        self._flush_due = False
+        self._write_now()
+
+    def _write_now(self) -> None:
+        """Write what is buffered; let the loop wait for room if the socket is full."""
+        self._unsent = 0
+        if self._fd < 0 or not self._out or self._writer_on:
+            return
+        try:
+            written = os.write(self._fd, self._out)
+        except BlockingIOError:
+            written = 0
+        except OSError as exc:
+            self._write_failed(exc)
+            return
+        del self._out[:written]
+        loop = self._loop()
+        if self._out and loop is not None:
+            self._writer_on = True
+            loop.add_writer(self._fd, self._on_writable)
+
+    def _on_writable(self) -> None:
+        try:
+            written = os.write(self._fd, self._out)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._write_failed(exc)
+            return
+        del self._out[:written]
+        if not self._out:
+            self._writer_on = False
+            loop = self._loop()
+            if loop is not None:
+                loop.remove_writer(self._fd)
+
+    def _write_failed(self, exc: OSError) -> None:
+        # The actor may have said goodbye before it closed: read that first, so a
+        # release by the acquirer is reported as such, not as a lost actor.
+        self._on_readable()
+        if self._failure is None:
+            self._lose("died", exc)
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._fd, _READ)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._lose("died", exc)
+            return
+        if not data:
+            self._lose("died", EOFError("the actor closed the connection"))
+            return
+        buf = self._in
+        buf += data
+        size = len(buf)
+        view = memoryview(buf)
+        pos = 0
+        waiters = self._waiters
+        try:
+            while size - pos >= 4:
+                end = pos + 4 + int.from_bytes(view[pos : pos + 4], "big")
+                if end > size:
+                    break
+                payload = view[pos + 4 : end].tobytes()
+                pos = end
+                if payload == _GOODBYE:
+                    self._fail(_ended(self._state, "the acquisition was released by its acquirer"))
+                    return
+                if not waiters:
+                    self._lose("sent a reply nobody asked for", None)
+                    return
+                future, _ = waiters.popleft()
+                if not future.done():  # a cancelled caller's reply is read and dropped
+                    future.set_result(payload)
+        finally:
+            view.release()
+        del buf[:pos]  # bytearray drops a prefix in place: no quadratic copying
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        loop = self._loop()
+        if not self._waiters or loop is None or self._failure is not None:
+            return
+        deadline = self._waiters[0][1]
+        if loop.time() >= deadline:
+            self._lose("did not answer in time", None)
+        else:
+            self._timer = loop.call_at(deadline, self._on_timer)
+
+    # -- failing --------------------------------------------------------------------------
+
+    def _lose(self, reason: str, cause: BaseException | None) -> None:
+        state = self._state
+        state.lose(reason, cause)
+        message = f"the cursor actor (pid {state.actor_pid}) {reason}"
+        self._fail(lambda: ActorLost(message))
+
+    def _fail(self, failure: Failure) -> None:
+        if self._failure is None:
+            self._failure = failure
+        fd, self._fd = self._fd, -1
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        if fd >= 0:
+            loop = self._loop()
+            if loop is not None and not loop.is_closed():
+                loop.remove_reader(fd)
+                if self._writer_on:
+                    loop.remove_writer(fd)
+            self._writer_on = False
+            os.close(fd)
+        self._out.clear()  # may hold request hashes: never keep them past the link
+        waiters, self._waiters = self._waiters, collections.deque()
+        for future, _ in waiters:
+            if not future.done():
+                future.set_exception(failure())
+
+    def __del__(self) -> None:
+        fd, self._fd = getattr(self, "_fd", -1), -1
+        if fd >= 0:
+            os.close(fd)
+
+
+def _on(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _ended(state: HandleState, reason: str) -> Failure:
+    state.end(reason)
+    reason = state.ended_reason
+    return lambda: ProviderClosed(reason)
+
+
+def _after_fork() -> ReplayError:
+    return ReplayError("this connection belongs to the parent process")
+
+
+def _copy(error: ReplayError) -> ReplayError:
+    fresh = type(error)(*error.args)
+    fresh.__cause__ = error.__cause__
+    return fresh

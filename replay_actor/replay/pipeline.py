@@ -1,0 +1,206 @@
+"""``pipeline``: many ``complete`` calls from one thread, without a round trip each.
+
+Runs in: the caller (``ReplayProvider.complete_many``).
+
+The requests are hashed a few at a time and their frames written without waiting for
+replies, while the replies that have arrived are read and decoded; the actor answers a
+connection strictly in order, so the n-th reply belongs to the n-th request sent. Both
+directions are non-blocking and interleaved (a ``poll`` waits only when there is
+nothing else to do), so neither side can fill its socket buffer while the other waits
+to write: a deadlock-free pipeline whatever the batch size. The number of requests in
+flight is bounded, so the actor's unread replies to us stay bounded too.
+
+Each element of the result is the response, or the ``ReplayError`` that ``complete``
+would have raised for that request. An invalid request (``RequestError``) is never
+sent. If the connection fails part-way, the framing is in doubt: the handle is broken
+(or ended, if the actor said goodbye) and every unanswered element gets that error.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import select
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import (
+    ActorLost,
+    ProviderClosed,
+    ReplayError,
+    ReplayMiss,
+    RequestError,
+    SequenceExhausted,
+)
+from .._request import RequestLike, request_hash
+from . import protocol
+from .state import HandleState, detached
+
+__all__ = ["pipeline"]
+
+_decode: Final = msgspec.json.decode
+_READ: Final = 262144
+#: Requests hashed between two looks at the socket: enough to amortise a write and a
+#: read over many requests (each syscall costs as much as a few decodes), few enough
+#: that the actor starts early and stays busy while we hash the rest.
+_CHUNK: Final = 32
+#: Requests in flight at most (bounds the actor's unread replies to this connection).
+_IN_FLIGHT: Final = 256
+_OUT_LIMIT: Final = 1 << 16
+_R: Final = protocol.RESPONSE[0]
+_M: Final = protocol.MISS[0]
+_X: Final = protocol.EXHAUSTED[0]
+_Z: Final = protocol.GOODBYE[0]
+_C: Final = protocol.COMPLETE
+_GOODBYE: Final = object()
+_UNEXPECTED: Final = object()
+
+Result = dict[str, Any] | ReplayError
+
+
+def pipeline(
+    fd: int,
+    requests: Sequence[RequestLike],
+    results: list[Result | None],
+    *,
+    private: bool,
+    timeout: float,
+    state: HandleState,
+) -> bool:
+    """Answer ``requests`` into ``results`` over the connected stream ``fd``.
+
+    Returns True if the connection is still in step (reusable), False if it failed
+    (``state`` then says how, and every unanswered element holds the error).
+    """
+    count = len(requests)
+    out = bytearray()
+    buf = bytearray()
+    pending: collections.deque[int] = collections.deque()
+    shown: list[str | None] = [None] * count
+    failure: Callable[[], ReplayError] | None = None
+    digest: str | None = None
+    index = 0
+    poller = select.poll()
+    wait_ms = max(1, min(int(timeout * 1000) + 1, 2**31 - 1))
+    os.set_blocking(fd, False)
+    try:
+        while index < count or pending:
+            room = index < count and len(pending) < _IN_FLIGHT and len(out) < _OUT_LIMIT
+            if room:
+                stop = min(count, index + _CHUNK)
+                while index < stop:
+                    try:
+                        digest = request_hash(requests[index])
+                    except RequestError as exc:
+                        results[index] = detached(exc)
+                    else:
+                        encoded = digest.encode("ascii")
+                        out += (len(encoded) + 1).to_bytes(4, "big")
+                        out += _C
+                        out += encoded
+                        pending.append(index)
+                        if not private:
+                            shown[index] = digest
+                    index += 1
+                digest = None
+            broken: OSError | None = None
+            if out:
+                try:
+                    del out[: os.write(fd, out)]
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    # Read before judging: the actor may have said goodbye first.
+                    broken = exc
+            data: bytes | None
+            try:
+                data = os.read(fd, _READ)
+            except BlockingIOError:
+                data = b"" if broken is not None else None
+            except OSError as exc:
+                failure = _lost(state, "died", exc)
+                break
+            if data is not None:
+                if not data:
+                    cause = broken or EOFError("the actor closed the connection")
+                    failure = _lost(state, "died", cause)
+                    break
+                verdict = _take(data, buf, pending, results, shown)
+                if verdict is _GOODBYE:
+                    state.end()
+                    failure = _closed
+                    break
+                if verdict is _UNEXPECTED:
+                    failure = _lost(state, "sent an unexpected reply", None)
+                    break
+                if broken is not None:
+                    failure = _lost(state, "died", broken)
+                    break
+                continue
+            if room:
+                continue  # more to hash and send before waiting
+            poller.register(fd, select.POLLIN | (select.POLLOUT if out else 0))
+            if not poller.poll(wait_ms):
+                failure = _lost(state, "did not answer in time", None)
+                break
+    finally:
+        digest = None
+        out.clear()  # holds request hashes: never keep them past the call
+    if failure is None:
+        os.set_blocking(fd, True)
+        return True
+    for position in pending:
+        results[position] = failure()
+    for position in range(index, count):
+        results[position] = failure()
+    return False
+
+
+def _take(
+    data: bytes,
+    buf: bytearray,
+    pending: collections.deque[int],
+    results: list[Result | None],
+    shown: list[str | None],
+) -> object:
+    """Decode every whole reply in ``buf`` + ``data``; what went wrong, if anything."""
+    buf += data
+    size = len(buf)
+    view = memoryview(buf)
+    pos = 0
+    try:
+        while size - pos >= 4:
+            end = pos + 4 + int.from_bytes(view[pos : pos + 4], "big")
+            if end > size:
+                break
+            kind = buf[pos + 4] if end > pos + 4 else -1
+            if kind == _Z:
+                return _GOODBYE
+            if not pending or kind not in (_R, _M, _X):
+                return _UNEXPECTED
+            position = pending.popleft()
+            if kind == _R:
+                results[position] = _decode(view[pos + 5 : end])
+            elif kind == _M:
+                results[position] = ReplayMiss(shown[position])
+            else:
+                results[position] = SequenceExhausted(shown[position])
+            pos = end
+    finally:
+        view.release()
+    del buf[:pos]
+    return None
+
+
+def _lost(
+    state: HandleState, reason: str, cause: BaseException | None
+) -> Callable[[], ReplayError]:
+    state.lose(reason, cause)
+    message = f"the cursor actor (pid {state.actor_pid}) {reason}"
+    return lambda: ActorLost(message)
+
+
+def _closed() -> ReplayError:
+    return ProviderClosed("the acquisition was released by its acquirer")
