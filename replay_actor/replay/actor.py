@@ -26,16 +26,22 @@ as ``python -P -c``, not through multiprocessing's spawn preparation). The frame
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import select
 import selectors
+import signal
 import socket
 import struct
 import sys
 import time
+from collections import deque
+from itertools import islice
 from typing import Any, Final, NoReturn
 
 from .._errors import FixtureError, InspectionPathError
-from ..fixture import MISS, Ceilings, Cursors, FixtureSet, Outcome, load_fixture
+from ..fixture import EXHAUSTED, MISS, Ceilings, Cursors, FixtureSet, Outcome, load_fixture
 from . import protocol
 from .inspection import InspectionRecord, open_inspection_record
 from .procs import identity, open_pidfd
@@ -47,8 +53,8 @@ __all__ = ["Actor", "serve", "serve_forked", "set_process_name", "trim_heap"]
 #: Without pidfd the owner is polled at this interval (seconds); see docs/architecture.md.
 POLL_INTERVAL: Final = 0.25
 _PR_SET_NAME: Final = 15
-#: How long the actor waits for the rest of a frame a peer started, in seconds.
-_PEER_TIMEOUT: Final = 2.0
+#: Bounds the bootstrap reply's write (the one blocking write of an actor's life).
+_BOOT_TIMEOUT: Final = 2.0
 
 
 class _OwnerWatch:
@@ -135,7 +141,7 @@ def _listen() -> tuple[socket.socket, bytes]:
         path = os.path.join(tempfile.mkdtemp(prefix="replay-actor-"), "actor.sock")
         sock.bind(path)
         address = path.encode()
-    sock.listen(64)
+    sock.listen(128)
     sock.setblocking(False)
     return sock, address
 
@@ -155,121 +161,319 @@ def serve(primary: Channel, config: ActorConfig, cached: FixtureSet | None = Non
         primary.send(protocol.failed("owner", "the owner process is not alive"))
         return
     failure: bytes | None = None
+    abandon = _AbandonWatch(primary.fileno()) if cached is None else None
     try:
         actor = Actor(config, cached)
     except FixtureError as exc:
         failure = protocol.fixture_rejected(exc.reason, exc.line)
     except InspectionPathError as exc:
         failure = protocol.failed("inspection", str(exc))
+    finally:
+        if abandon is not None:
+            abandon.stop()
     if failure is not None:
         primary.send(failure)
         return
     listener, address = _listen()
-    primary.send(protocol.ready(address))
     try:
-        _loop(actor, primary, listener, watch)
+        try:
+            primary.send(protocol.ready(address))
+        except OSError:
+            return  # the acquirer gave up on us (its acquire timed out): nothing to serve
+        _loop(actor, primary.detach(), listener, watch)
     finally:
         actor.close()
         listener.close()
         watch.close()
 
 
-def _loop(actor: Actor, primary: Channel, listener: socket.socket, watch: _OwnerWatch) -> None:
-    sel = selectors.DefaultSelector()
-    sel.register(primary.fileno(), selectors.EVENT_READ, primary)
-    sel.register(listener.fileno(), selectors.EVENT_READ, listener)
-    if watch.fd is not None:
-        sel.register(watch.fd, selectors.EVENT_READ, watch)
-        poll_timeout: float | None = None
-    else:
-        poll_timeout = POLL_INTERVAL
-    conns: set[Channel] = {primary}
-    next_poll = time.monotonic() + POLL_INTERVAL
-    while conns:
-        events = sel.select(poll_timeout)
-        if poll_timeout is not None and time.monotonic() >= next_poll:
-            # Checked on every wake-up once due, so a busy actor notices too.
-            if watch.poll_dead():
-                return
-            next_poll = time.monotonic() + POLL_INTERVAL
-        for key, _ in events:
-            source = key.data
-            if source is watch:
-                return  # the owner died: nobody is left to own the cursors
-            if source is listener:
-                _accept(listener, sel, conns)
-                continue
-            conn: Channel = source
-            # A peer never has two requests in flight, but one that does must not
-            # leave the second stranded in our buffer, invisible to select().
-            while True:
-                outcome = _serve_one(actor, conn, primary)
-                if outcome is _ENDED:
-                    _notify_closed(conns, primary)
-                    return
-                if outcome is _DROP:
-                    _drop(conn, sel, conns)
-                    break
-                if not conn.pending():
-                    break
+class _AbandonWatch:
+    """While the actor parses its own fixture: exit as soon as the acquirer hangs up.
+
+    An acquire whose ``timeout`` ran out closes its end of the bootstrap channel; an
+    actor still parsing for it would otherwise burn a core for nobody. The acquirer
+    sends nothing before READY, so the channel turning readable means EOF. Checked on
+    a 50 ms interval timer (SIGALRM), since the parse itself cannot look up.
+    """
+
+    _EVERY: Final = 0.05
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._previous = signal.signal(signal.SIGALRM, self._check)
+        signal.setitimer(signal.ITIMER_REAL, self._EVERY, self._EVERY)
+
+    def _check(self, signum: int, frame: object) -> None:
+        readable, _, _ = select.select([self._fd], [], [], 0)
+        if readable:
+            os._exit(0)  # nobody waits for this actor any more
+
+    def stop(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, self._previous)
 
 
+class _Peer:
+    """One connection's non-blocking state: what it sent that is not yet a whole frame,
+    and the replies it has not read yet.
+
+    Input is judged by the length prefix before anything is buffered (a request frame
+    over ``protocol.MAX_REQUEST`` drops the peer); replies wait in ``outbox`` while the
+    peer does not read, and more than ``protocol.MAX_UNREAD`` bytes of them drop it.
+    """
+
+    __slots__ = ("fd", "inbox", "outbox", "primary", "unsent", "writing")
+
+    def __init__(self, fd: int, *, primary: bool = False) -> None:
+        self.fd = fd
+        self.primary = primary
+        self.inbox = bytearray()
+        self.outbox: deque[bytes | memoryview] = deque()
+        self.unsent = 0
+        self.writing = False
+
+    def flush(self) -> bool:
+        """Write what the socket takes now; False if the peer is to be dropped."""
+        outbox = self.outbox
+        fd = self.fd
+        while outbox:
+            try:
+                if len(outbox) == 1:
+                    written = os.write(fd, outbox[0])
+                else:
+                    written = os.writev(fd, list(islice(outbox, _IOV_MAX)))
+            except BlockingIOError:
+                break
+            except OSError:
+                return False
+            self.unsent -= written
+            while written:
+                head = outbox[0]
+                if written >= len(head):
+                    written -= len(head)
+                    outbox.popleft()
+                else:
+                    outbox[0] = memoryview(head)[written:]
+                    written = 0
+        return self.unsent <= protocol.MAX_UNREAD
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+
+#: At most this many buffers per ``writev`` (Linux's IOV_MAX is 1024).
+_IOV_MAX: Final = 512
+_READ_CHUNK: Final = 65536
 _DROP: Final = object()
 _ENDED: Final = object()
+_HASH_RE: Final = re.compile(rb"sha256:[0-9a-f]{64}")
+_COMPLETE_SIZE: Final = 1 + 71
+_MISS_FRAME: Final = protocol.frame(protocol.MISS)
+_EXHAUSTED_FRAME: Final = protocol.frame(protocol.EXHAUSTED)
+_RELEASED_FRAME: Final = protocol.frame(protocol.RELEASED)
+_GOODBYE_FRAME: Final = protocol.frame(protocol.GOODBYE)
+_EMFILE: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
-def _serve_one(actor: Actor, conn: Channel, primary: Channel) -> object:
-    """Answer one message on ``conn``; say whether to keep it, drop it, or end."""
-    try:
-        message = conn.recv()
+class _Loop:
+    """The actor's event loop: every peer non-blocking, none able to hold up another."""
+
+    def __init__(
+        self, actor: Actor, primary_fd: int, listener: socket.socket, watch: _OwnerWatch
+    ) -> None:
+        self.actor = actor
+        self.listener = listener
+        self.watch = watch
+        self.sel = selectors.DefaultSelector()
+        self.peers: dict[int, _Peer] = {}
+        self.listening = False
+        os.set_blocking(primary_fd, False)
+        self.primary = self._add(primary_fd, primary=True)
+        self._listen(True)
+        if watch.fd is not None:
+            self.sel.register(watch.fd, selectors.EVENT_READ, watch)
+
+    def _add(self, fd: int, *, primary: bool = False) -> _Peer:
+        peer = _Peer(fd, primary=primary)
+        self.peers[fd] = peer
+        self.sel.register(fd, selectors.EVENT_READ, peer)
+        return peer
+
+    def _listen(self, on: bool) -> None:
+        if on and not self.listening:
+            self.sel.register(self.listener.fileno(), selectors.EVENT_READ, self.listener)
+        elif not on and self.listening:
+            self.sel.unregister(self.listener.fileno())
+        self.listening = on
+
+    def run(self) -> None:
+        watch = self.watch
+        poll_timeout = None if watch.fd is not None else POLL_INTERVAL
+        next_poll = time.monotonic() + POLL_INTERVAL
+        select = self.sel.select
+        listener = self.listener
+        while self.peers:
+            events = select(poll_timeout)
+            if poll_timeout is not None and time.monotonic() >= next_poll:
+                # Checked on every wake-up once due, so a busy actor notices too.
+                if watch.poll_dead():
+                    return
+                next_poll = time.monotonic() + POLL_INTERVAL
+            for key, mask in events:
+                source = key.data
+                if source is watch:
+                    return  # the owner died: nobody is left to own the cursors
+                if source is listener:
+                    self._accept()
+                    continue
+                peer: _Peer = source
+                if peer.fd < 0:
+                    continue  # dropped earlier in this round
+                if mask & selectors.EVENT_READ:
+                    outcome = self._readable(peer)
+                    if outcome is _ENDED:
+                        self._goodbye()
+                        return
+                    if outcome is _DROP:
+                        self._drop(peer)
+                        continue
+                if not peer.flush():
+                    self._drop(peer)
+                elif bool(peer.outbox) != peer.writing:
+                    # Wait for room only while replies are pending: an idle peer with
+                    # EVENT_WRITE registered would wake us forever.
+                    peer.writing = not peer.writing
+                    events_wanted = selectors.EVENT_READ
+                    if peer.writing:
+                        events_wanted |= selectors.EVENT_WRITE
+                    self.sel.modify(peer.fd, events_wanted, peer)
+
+    def _readable(self, peer: _Peer) -> object:
+        """Take what the peer sent; answer every whole frame in it, in order."""
+        try:
+            chunk = os.read(peer.fd, _READ_CHUNK)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return _DROP
+        if not chunk:
+            return _DROP
+        inbox = peer.inbox
+        data: bytes | bytearray
+        if inbox:
+            inbox += chunk
+            data = inbox
+        else:
+            data = chunk  # the common case: no copy at all
+        end = len(data)
+        offset = 0
+        answer = self._answer
+        while end - offset >= 4:
+            size = int.from_bytes(data[offset : offset + 4], "big")
+            if size > protocol.MAX_REQUEST:
+                return _DROP  # judged by its prefix: nothing of it is buffered
+            stop = offset + 4 + size
+            if stop > end:
+                break
+            outcome = answer(peer, data[offset + 4 : stop])
+            offset = stop
+            if outcome is not None:
+                return outcome
+        if data is inbox:
+            del inbox[:offset]  # at most one capped frame and one read remain
+        elif offset < end:
+            inbox += memoryview(data)[offset:]
+        return None
+
+    def _answer(self, peer: _Peer, message: bytes | bytearray) -> object:
+        actor = self.actor
         op = message[:1]
+        outbox = peer.outbox
         if op == protocol.COMPLETE:
+            # Only a well-formed hash reaches the cursors and the inspection record.
+            if len(message) != _COMPLETE_SIZE or _HASH_RE.fullmatch(message, 1) is None:
+                return _DROP
             outcome = actor.complete(message[1:].decode("ascii"))
-            conn.send(protocol.outcome_reply(outcome))
-        elif op == protocol.SNAPSHOT:
-            conn.send(protocol.json_reply(actor.snapshot()))
-        elif op == protocol.INSPECT:
-            conn.send(protocol.json_reply(actor.inspect()))
-        elif op == protocol.RELEASE:
-            conn.send(protocol.RELEASED)
-            return _ENDED if conn is primary else _DROP
+            if type(outcome) is bytes:
+                size = len(outcome)
+                head = (size + 1).to_bytes(4, "big") + protocol.RESPONSE
+                if size <= 65536:
+                    frame = head + outcome
+                    outbox.append(frame)
+                    peer.unsent += len(frame)
+                else:  # a large response goes out as it is, not copied
+                    outbox.append(head)
+                    outbox.append(outcome)
+                    peer.unsent += 5 + size
+            else:
+                frame = _EXHAUSTED_FRAME if outcome is EXHAUSTED else _MISS_FRAME
+                outbox.append(frame)
+                peer.unsent += len(frame)
+        elif op == protocol.SNAPSHOT or op == protocol.INSPECT:
+            if len(message) != 1:
+                return _DROP
+            value = actor.snapshot() if op == protocol.SNAPSHOT else actor.inspect()
+            frame = protocol.frame(protocol.json_reply(value))
+            outbox.append(frame)
+            peer.unsent += len(frame)
+        elif op == protocol.RELEASE and len(message) == 1:
+            outbox.append(_RELEASED_FRAME)
+            peer.unsent += len(_RELEASED_FRAME)
+            peer.flush()  # best effort: the peer asked to go, and is gone next
+            return _ENDED if peer.primary else _DROP
         else:
             return _DROP  # not our protocol: refuse that peer
-    except (EOFError, OSError, UnicodeDecodeError):
-        return _DROP
-    return None
+        if peer.unsent > protocol.MAX_UNREAD:
+            return _DROP  # it asks and never reads: it alone pays
+        return None
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno in _EMFILE:
+                # Out of descriptors: the listener would stay readable and spin the
+                # loop. Stop watching it until a peer leaves and frees one; waiting
+                # peers stay in the backlog until then.
+                self._listen(False)
+            return
+        if not _same_user(sock):
+            sock.close()
+            return
+        sock.setblocking(False)
+        self._add(sock.detach())
+
+    def _drop(self, peer: _Peer) -> None:
+        self.sel.unregister(peer.fd)
+        del self.peers[peer.fd]
+        peer.close()
+        self._listen(True)  # a descriptor is free again
+
+    def _goodbye(self) -> None:
+        """The acquisition ended: tell every other peer, without waiting for any."""
+        for peer in self.peers.values():
+            if peer is not self.primary:
+                peer.outbox.append(_GOODBYE_FRAME)
+                peer.unsent += len(_GOODBYE_FRAME)
+                peer.flush()
+
+    def close(self) -> None:
+        for peer in self.peers.values():
+            peer.close()
+        self.peers.clear()
+        self.sel.close()
 
 
-def _accept(listener: socket.socket, sel: selectors.BaseSelector, conns: set[Channel]) -> None:
+def _loop(actor: Actor, primary_fd: int, listener: socket.socket, watch: _OwnerWatch) -> None:
+    loop = _Loop(actor, primary_fd, listener, watch)
     try:
-        sock, _ = listener.accept()
-    except OSError:
-        return
-    if not _same_user(sock):
-        sock.close()
-        return
-    sock.setblocking(True)
-    # A peer that sends half a frame must not stall the others: reads time out, and
-    # that peer is dropped.
-    set_timeouts(sock, _PEER_TIMEOUT)
-    conn = Channel.from_socket(sock)
-    conns.add(conn)
-    sel.register(conn.fileno(), selectors.EVENT_READ, conn)
-
-
-def _drop(conn: Channel, sel: selectors.BaseSelector, conns: set[Channel]) -> None:
-    sel.unregister(conn.fileno())
-    conns.discard(conn)
-    conn.close()
-
-
-def _notify_closed(conns: set[Channel], primary: Channel) -> None:
-    for conn in conns:
-        if conn is not primary:
-            try:
-                conn.send(protocol.GOODBYE)
-            except OSError:
-                pass
+        loop.run()
+    finally:
+        loop.close()
 
 
 def trim_heap() -> None:
@@ -299,7 +503,7 @@ def serve_forked(fd: int, config: ActorConfig, cached: FixtureSet | None) -> NoR
     try:
         set_process_name("replay-actor")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
-        set_timeouts(sock, _PEER_TIMEOUT)
+        set_timeouts(sock, _BOOT_TIMEOUT)
         serve(Channel.from_socket(sock), config, cached)
     finally:
         # Skip interpreter finalisation: tearing down a 100k-entry table object by
