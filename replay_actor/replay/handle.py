@@ -25,6 +25,7 @@ import math
 import os
 import socket
 import threading
+import time
 import warnings
 import weakref
 from typing import Any, Final
@@ -414,13 +415,17 @@ def acquire(
         inspection_path=None if inspection_path is None else os.path.abspath(inspection_path),
         owner_watch=os.environ.get(_OWNER_WATCH_ENV, "pidfd"),
     )
+    deadline = time.monotonic() + timeout  # ``timeout`` bounds the whole acquire
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         actor_pid = zygote.spawn(config, theirs, timeout)
+    except BaseException:
+        ours.close()  # an actor forked late sees EOF and exits: nothing is left behind
+        raise
     finally:
         theirs.close()  # the actor's end lives only in the actor, so its death is EOF
     process = ProcessHandle(actor_pid)
-    set_timeouts(ours, timeout)
+    set_timeouts(ours, max(deadline - time.monotonic(), 0.001))
     conn = Channel.from_socket(ours)
     outcome: bytes | None = None
     try:
