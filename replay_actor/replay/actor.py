@@ -274,6 +274,8 @@ _MISS_FRAME: Final = protocol.frame(protocol.MISS)
 _EXHAUSTED_FRAME: Final = protocol.frame(protocol.EXHAUSTED)
 _RELEASED_FRAME: Final = protocol.frame(protocol.RELEASED)
 _GOODBYE_FRAME: Final = protocol.frame(protocol.GOODBYE)
+#: After accept() ran out of descriptors, the listener is retried this often (seconds).
+_RELISTEN: Final = 0.25
 _EMFILE: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
@@ -289,6 +291,7 @@ class _Loop:
         self.sel = selectors.DefaultSelector()
         self.peers: dict[int, _Peer] = {}
         self.listening = False
+        self.relisten_at = 0.0
         os.set_blocking(primary_fd, False)
         self.primary = self._add(primary_fd, primary=True)
         self._listen(True)
@@ -315,7 +318,15 @@ class _Loop:
         select = self.sel.select
         listener = self.listener
         while self.peers:
-            events = select(poll_timeout)
+            timeout = poll_timeout
+            if not self.listening:
+                # Out of descriptors earlier: try the listener again now and then, in
+                # case descriptors were freed another way than by a peer leaving.
+                wait = max(0.0, self.relisten_at - time.monotonic())
+                timeout = wait if timeout is None else min(timeout, wait)
+            events = select(timeout)
+            if not self.listening and time.monotonic() >= self.relisten_at:
+                self._listen(True)
             if poll_timeout is not None and time.monotonic() >= next_poll:
                 # Checked on every wake-up once due, so a busy actor notices too.
                 if watch.poll_dead():
@@ -437,9 +448,10 @@ class _Loop:
         except OSError as exc:
             if exc.errno in _EMFILE:
                 # Out of descriptors: the listener would stay readable and spin the
-                # loop. Stop watching it until a peer leaves and frees one; waiting
-                # peers stay in the backlog until then.
+                # loop. Stop watching it until a peer leaves and frees one (or for
+                # ``_RELISTEN`` seconds); waiting peers stay in the backlog meanwhile.
                 self._listen(False)
+                self.relisten_at = time.monotonic() + _RELISTEN
             return
         if not _same_user(sock):
             sock.close()
