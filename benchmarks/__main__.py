@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import traceback
@@ -19,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from . import calls, concurrency, lifecycle, loading, report, vcr_peer
+from . import calls, concurrency, lifecycle, loading, report, slowpeer, vcr_peer
 from .procs import actors_alive, stop_resource_tracker, stop_zygote
 from .timing import Config, Row
 from .workload import cache_dir
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
     parser.add_argument(
-        "--only", default="", help="comma-separated sections: P1 P2 P3 P4 P5 P6 P7 P8 P9"
+        "--only", default="", help="comma-separated sections: P1 P2 P3 P4 P5 P6 P7 P8 P9 P11"
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P7"}, "owner death and idle CPU (P7)", lambda: lifecycle.run_owner_death(cfg)),
         ({"P6"}, "fixture load (P6)", lambda: loading.run_loading(cfg)),
         ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
+        ({"P11"}, "a slow peer (P11)", lambda: slowpeer.run_slow_peer(cfg)),
     ]
     try:
         for ids, title, run in sections:
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
-    rows.sort(key=lambda r: (int(r.id[1]), r.id))
+    rows.sort(key=lambda r: (int(re.match(r"P(\d+)", r.id).group(1)), r.id))  # type: ignore[union-attr]
     duration = time.perf_counter() - started
     # Every provider was released, so every actor has exited (release waits for it);
     # give a late one a moment, then end the run's zygote, which the library keeps

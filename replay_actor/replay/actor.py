@@ -9,7 +9,7 @@ Runs in: the actor (forked by the zygote, ``zygote.py``).
     socketpair ---- config, via the zygote --->  load + validate the fixture (or reuse
                                                  the zygote's parse of the same file)
                <--- READY (listener address) -   listen on an abstract AF_UNIX socket
-    copies ------- connect (same uid only) ---->  one Channel per handle copy
+    copies ------- connect (same uid only) ---->  one non-blocking peer per connection
     handle ------- COMPLETE + request hash ---->  Cursors.take(hash) (the only mutable state)
            <------ RESPONSE + bytes -----------   or MISS / EXHAUSTED
                                                watches: owner pidfd (psutil identity
@@ -17,7 +17,11 @@ Runs in: the actor (forked by the zygote, ``zygote.py``).
 
 The loop is single-threaded and event-driven: ``selectors`` waits on the connections,
 the listener and the owner's pidfd together, so an idle actor sleeps in the kernel and
-the owner's death is an event, not a poll. It exits when the acquisition is released,
+the owner's death is an event, not a poll. Every connection is non-blocking with its
+own input and output buffers (``_Peer``), so a peer that sends half a frame or never
+reads its replies holds up no other caller; the caps (``protocol.MAX_REQUEST``,
+``protocol.MAX_UNREAD``) and the hash's form are enforced per peer, and a peer that
+breaks them is dropped alone. It exits when the acquisition is released,
 when the owner dies, or when the last connection closes. It never opens an internet
 socket, never forks, and never imports the caller's ``__main__`` (its zygote is started
 as ``python -P -c``, not through multiprocessing's spawn preparation). The frames are

@@ -11,16 +11,24 @@ thread, no caller state and no handles of its own.
 
 ::
 
-    acquirer --(config + the actor's socket end, SCM_RIGHTS)--> zygote
-                                                                  | load/refresh cache
-                                                                  | fork
+    acquirer --(token, config + the actor's socket end, SCM_RIGHTS)--> zygote
+                                                                  | small fixture: cache
+                                                                  | fork (a large one is
+                                                                  |  parsed by the actor)
     acquirer <--------------- READY / FE / ER ------------------ actor (serves as usual)
 
-The zygote keeps the last few fixtures it parsed (keyed by path, ceilings and the file's
-stat identity: device, inode, size, mtime and ctime in nanoseconds), so acquiring the
-same fixture again costs a fork, not a parse; the actor re-checks the identity after the
-fork and parses afresh if the file changed. ``gc.freeze()`` keeps the inherited table out
-of the children's collections, so copy-on-write pages stay shared.
+The zygote parses a small fixture before forking and keeps it (keyed by path, ceilings
+and the file's stat identity: device, inode, size, mtime and ctime in nanoseconds), so
+acquiring it again costs a fork, not a parse; the actor re-checks the identity after the
+fork and parses afresh if the file changed. The cache is bounded by bytes and drops what
+nobody acquired recently; a large fixture is parsed by the actor after the fork and never
+kept here (``FixtureCache``). ``gc.freeze()`` keeps the inherited table out of the
+children's collections, so copy-on-write pages stay shared.
+
+The zygote is shared by all of the process's acquisitions: ``Zygote.spawn`` never kills
+it for one caller, never resends an actor's socket end once delivered, and tells a late
+reply from its own by the request's token (docs/architecture.md, "Timeouts and the
+zygote").
 
 The zygote ignores SIGCHLD (the kernel reaps its children: no actor ever lingers as a
 zombie). When its control channel reaches EOF, that is when the acquiring process is
