@@ -31,6 +31,7 @@ as ``python -P -c``, not through multiprocessing's spawn preparation). The frame
 from __future__ import annotations
 
 import errno
+import gc
 import os
 import re
 import select
@@ -100,7 +101,9 @@ class Actor:
         fixture = cached
         if fixture is None:
             fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
-            trim_heap()
+            fixture.snapshot()  # its scratch (the set hash's input) is freed before the trim
+            gc.collect()
+            trim_heap()  # hand the loader's scratch back: it must not count in our RSS
         self.snapshot_base = fixture.snapshot()
         self.cursors = Cursors(fixture)
         self.record: InspectionRecord | None = None
