@@ -68,9 +68,9 @@ _MAX_CONFIG: Final = 1 << 20
 #: A fixture file larger than this is never parsed by the zygote: the actor parses it
 #: after the fork, so the zygote answers every other acquisition at once and its heap
 #: (which every fork copies the page tables of) stays small.
-CACHE_ENTRY_BYTES: Final = 8 * 1024 * 1024
+CACHE_ENTRY_BYTES: Final = 2 * 1024 * 1024
 #: The cached fixtures' file sizes together stay under this (least recently used go).
-CACHE_BYTES: Final = 32 * 1024 * 1024
+CACHE_BYTES: Final = 8 * 1024 * 1024
 #: A cached fixture nobody acquired for this long is dropped, in seconds.
 CACHE_IDLE: Final = 30.0
 #: Tests only: the path of a file holding a number of seconds. The zygote reads and
