@@ -150,6 +150,8 @@ def test_a_peer_that_never_reads_delays_nobody_and_is_dropped_past_the_cap(
         assert received < protocol.MAX_UNREAD  # its replies were dropped with it
         greedy.close()
         assert provider.complete(HELLO) == {"content": "hi"}
+        # A reply larger than one read arrives whole through the handle's channel.
+        assert provider.complete(BIG) == {"content": "x" * (1 << 20)}
 
 
 def test_an_oversized_request_frame_drops_that_peer_only(fixture_path: Path) -> None:
