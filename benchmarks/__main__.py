@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import time
 import traceback
@@ -90,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
-    rows.sort(key=lambda r: (int(re.match(r"P(\d+)", r.id).group(1)), r.id))  # type: ignore[union-attr]
+    rows.sort(key=lambda r: (int(r.id[1:].rstrip("abcdefghijklmnopqrstuvwxyz")), r.id))
     duration = time.perf_counter() - started
     # Every provider was released, so every actor has exited (release waits for it);
     # give a late one a moment, then end the run's zygote, which the library keeps
