@@ -19,7 +19,8 @@ The loop is single-threaded and event-driven: ``selectors`` waits on the connect
 the listener and the owner's pidfd together, so an idle actor sleeps in the kernel and
 the owner's death is an event, not a poll. Every connection is non-blocking with its
 own input and output buffers (``_Peer``), so a peer that sends half a frame or never
-reads its replies holds up no other caller; the caps (``protocol.MAX_REQUEST``,
+reads its replies holds up no other caller; a peer with 1 MiB of replies unread gets
+no further answers until it reads (flow control); the caps (``protocol.MAX_REQUEST``,
 ``protocol.MAX_UNREAD``) and the hash's form are enforced per peer, and a peer that
 breaks them is dropped alone. It exits when the acquisition is released,
 when the owner dies, or when the last connection closes. It never opens an internet
@@ -221,15 +222,18 @@ class _AbandonWatch:
 
 
 class _Peer:
-    """One connection's non-blocking state: what it sent that is not yet a whole frame,
-    and the replies it has not read yet.
+    """One connection's non-blocking state: what it sent that is not yet answered, and
+    the replies it has not read yet.
 
     Input is judged by the length prefix before anything is buffered (a request frame
-    over ``protocol.MAX_REQUEST`` drops the peer); replies wait in ``outbox`` while the
-    peer does not read, and more than ``protocol.MAX_UNREAD`` bytes of them drop it.
+    over ``protocol.MAX_REQUEST`` drops the peer). Replies wait in ``outbox`` while the
+    peer does not read; once ``_PAUSE_AT`` bytes wait, the peer's further requests wait
+    unanswered (``paused``: not even read from the socket) until it reads, so a peer
+    that pipelines and reads slowly is never dropped and one that never reads holds
+    little. More than ``protocol.MAX_UNREAD`` bytes waiting drops the peer.
     """
 
-    __slots__ = ("fd", "inbox", "outbox", "primary", "unsent", "writing")
+    __slots__ = ("events", "fd", "inbox", "outbox", "paused", "primary", "unsent")
 
     def __init__(self, fd: int, *, primary: bool = False) -> None:
         self.fd = fd
@@ -237,7 +241,8 @@ class _Peer:
         self.inbox = bytearray()
         self.outbox: deque[bytes | memoryview] = deque()
         self.unsent = 0
-        self.writing = False
+        self.paused = False
+        self.events = selectors.EVENT_READ
 
     def flush(self) -> bool:
         """Write what the socket takes now; False if the peer is to be dropped."""
@@ -270,6 +275,9 @@ class _Peer:
             os.close(fd)
 
 
+#: Replies waiting for a peer, in bytes, past which its next requests wait unanswered
+#: until it reads (flow control); far below ``protocol.MAX_UNREAD``.
+_PAUSE_AT: Final = 1 << 20
 #: At most this many buffers per ``writev`` (Linux's IOV_MAX is 1024).
 _IOV_MAX: Final = 512
 _READ_CHUNK: Final = 65536
@@ -349,27 +357,28 @@ class _Loop:
                 peer: _Peer = source
                 if peer.fd < 0:
                     continue  # dropped earlier in this round
-                if mask & selectors.EVENT_READ:
+                outcome = None
+                if mask & selectors.EVENT_READ and not peer.paused:
                     outcome = self._readable(peer)
-                    if outcome is _ENDED:
-                        self._goodbye()
-                        return
-                    if outcome is _DROP:
-                        self._drop(peer)
-                        continue
-                if not peer.flush():
+                if outcome is None:
+                    outcome = self._pump(peer)
+                if outcome is _ENDED:
+                    self._goodbye()
+                    return
+                if outcome is _DROP:
                     self._drop(peer)
-                elif bool(peer.outbox) != peer.writing:
-                    # Wait for room only while replies are pending: an idle peer with
-                    # EVENT_WRITE registered would wake us forever.
-                    peer.writing = not peer.writing
-                    events_wanted = selectors.EVENT_READ
-                    if peer.writing:
-                        events_wanted |= selectors.EVENT_WRITE
-                    self.sel.modify(peer.fd, events_wanted, peer)
+                    continue
+                # Wait for room only while replies are pending (an idle peer watched
+                # for writing would wake us forever), and for requests unless paused.
+                wanted = 0 if peer.paused else selectors.EVENT_READ
+                if peer.outbox:
+                    wanted |= selectors.EVENT_WRITE
+                if wanted != peer.events:
+                    peer.events = wanted
+                    self.sel.modify(peer.fd, wanted, peer)
 
     def _readable(self, peer: _Peer) -> object:
-        """Take what the peer sent; answer every whole frame in it, in order."""
+        """Take what the peer sent and answer the whole frames in it."""
         try:
             chunk = os.read(peer.fd, _READ_CHUNK)
         except BlockingIOError:
@@ -379,16 +388,33 @@ class _Loop:
         if not chunk:
             return _DROP
         inbox = peer.inbox
-        data: bytes | bytearray
         if inbox:
             inbox += chunk
-            data = inbox
-        else:
-            data = chunk  # the common case: no copy at all
+            return self._frames(peer, inbox)
+        return self._frames(peer, chunk)  # the common case: no copy at all
+
+    def _pump(self, peer: _Peer) -> object:
+        """Write what the peer takes; answer its waiting requests once it has read."""
+        while True:
+            if not peer.flush():
+                return _DROP
+            if not peer.paused or peer.unsent >= _PAUSE_AT:
+                return None
+            peer.paused = False
+            outcome = self._frames(peer, peer.inbox)
+            if outcome is not None:
+                return outcome
+
+    def _frames(self, peer: _Peer, data: bytes | bytearray) -> object:
+        """Answer every whole frame in ``data`` in order (stopping while the peer has
+        too many unread replies); keep the rest in the peer's inbox."""
         end = len(data)
         offset = 0
         answer = self._answer
         while end - offset >= 4:
+            if peer.unsent >= _PAUSE_AT:
+                peer.paused = True  # answered when it has read (``_pump``)
+                break
             size = int.from_bytes(data[offset : offset + 4], "big")
             if size > protocol.MAX_REQUEST:
                 return _DROP  # judged by its prefix: nothing of it is buffered
@@ -399,8 +425,9 @@ class _Loop:
             offset = stop
             if outcome is not None:
                 return outcome
+        inbox = peer.inbox
         if data is inbox:
-            del inbox[:offset]  # at most one capped frame and one read remain
+            del inbox[:offset]  # small: one read, or frames waiting while paused
         elif offset < end:
             inbox += memoryview(data)[offset:]
         return None
