@@ -26,6 +26,7 @@ from replay_actor import (
     entry_line,
     request_hash,
 )
+from replay_actor.replay import protocol
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -257,3 +258,28 @@ def test_concurrent_callers_and_a_slow_peer_hand_out_each_element_once(
             thread.join()
         slow.close()
     assert sorted(got) == list(range(200))
+
+
+def test_a_release_reaches_a_busy_copy_after_the_replies_it_is_owed(fixture_path: Path) -> None:
+    provider = acquire(fixture_path, timeout=10)
+    try:
+        copy = peer(provider)
+        copy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        copy.sendall(complete_frame(BIG) * 3)  # more than its socket holds, unread
+        time.sleep(0.2)
+        releasing = threading.Thread(target=provider.release)
+        releasing.start()
+        time.sleep(0.1)  # the actor has ended the acquisition while the copy is full
+        big = b'R{"content":"' + b"x" * (1 << 20) + b'"}'
+        # The copy gets the replies the actor had answered, whole and in order, then
+        # the goodbye (which a handle turns into ProviderClosed) for the rest: not a
+        # bare close that looks like a crash.
+        frames = [read_frame(copy)]
+        while frames[-1] != protocol.GOODBYE:
+            frames.append(read_frame(copy))
+        assert 1 <= len(frames) - 1 <= 3
+        assert frames[:-1] == [big] * (len(frames) - 1)
+        copy.close()
+        releasing.join(10)
+    finally:
+        provider.release()

@@ -278,6 +278,8 @@ class _Peer:
 #: Replies waiting for a peer, in bytes, past which its next requests wait unanswered
 #: until it reads (flow control); far below ``protocol.MAX_UNREAD``.
 _PAUSE_AT: Final = 1 << 20
+#: How long an ending actor waits, in all, for peers to take their goodbye (seconds).
+_LINGER: Final = 1.0
 #: At most this many buffers per ``writev`` (Linux's IOV_MAX is 1024).
 _IOV_MAX: Final = 512
 _READ_CHUNK: Final = 65536
@@ -500,12 +502,28 @@ class _Loop:
         self._listen(True)  # a descriptor is free again
 
     def _goodbye(self) -> None:
-        """The acquisition ended: tell every other peer, without waiting for any."""
+        """The acquisition ended: tell every other peer, after the replies it is owed.
+
+        A copy that gets ``Z`` knows the acquirer released (``ProviderClosed``); one
+        that only sees the connection close cannot tell that from a crash. So the
+        actor lingers, at most ``_LINGER`` seconds in all, for peers whose socket is
+        full; a peer that does not read by then only sees the close.
+        """
+        waiting = []
         for peer in self.peers.values():
             if peer is not self.primary:
                 peer.outbox.append(_GOODBYE_FRAME)
                 peer.unsent += len(_GOODBYE_FRAME)
-                peer.flush()
+                if peer.flush() and peer.outbox:
+                    waiting.append(peer)
+        deadline = time.monotonic() + _LINGER
+        while waiting:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            _, writable, _ = select.select([], [p.fd for p in waiting], [], remaining)
+            ready = set(writable)
+            waiting = [p for p in waiting if p.fd not in ready or (p.flush() and p.outbox)]
 
     def close(self) -> None:
         for peer in self.peers.values():
