@@ -20,7 +20,18 @@ from typing import Any
 
 import psutil
 
-from . import calls, concurrency, explaining, lifecycle, loading, raybackend, report, sdk, vcr_peer
+from . import (
+    calls,
+    concurrency,
+    explaining,
+    lifecycle,
+    loading,
+    raybackend,
+    report,
+    sdk,
+    slowpeer,
+    vcr_peer,
+)
 from .procs import actors_alive, stop_resource_tracker, stop_zygote
 from .timing import Config, Row
 from .workload import cache_dir
@@ -83,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P6"}, "fixture load (P6)", lambda: loading.run_loading(cfg)),
         ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
         ({"P10"}, "pipelined batch (P10)", lambda: concurrency.run_pipeline(cfg)),
+        ({"P11"}, "a slow peer (P11)", lambda: slowpeer.run_slow_peer(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
@@ -101,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
-    rows.sort(key=lambda r: (int(r.id[1:].rstrip("abcdefghijklmnopqrstuvwxyz")), r.id))
     # By number (P12 after P9), then by suffix (P4a before P4b); E rows after P rows.
     rows.sort(key=_order)
     duration = time.perf_counter() - started

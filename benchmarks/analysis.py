@@ -55,9 +55,10 @@ METHOD: Final = """\
   `subprocess.Popen([sys.executable, "-c", ...])` with the same environment and a
   passed socket fd, until it writes "OK". P5a/P5b run in a worker process of their own
   (`python -m benchmarks.lifecycle`) whose zygote has only ever acquired the 1k
-  fixture; *P5c* repeats P5a in the benchmark's own process, whose zygote caches the
-  100k, 10k, 100 and 1k fixtures (the P1 run's state, set up explicitly), with the
-  second mini-zygote holding the same four tables. The steps are differences of
+  fixture; *P5c* repeats P5a in the benchmark's own process, whose zygote was asked for
+  the 100k, 10k, 100 and 1k fixtures first (the P1 run's state, set up explicitly), with
+  the second mini-zygote warming the same four through the zygote's own cache (which
+  keeps only the small ones). The steps are differences of
   medians.
 - **P6**: `load_fixture` of the 100k-line file vs reading the file and
   `msgspec.json.decode` of every line, no validation; reading included on both sides.
@@ -85,6 +86,11 @@ METHOD: Final = """\
   realistic request on a `replay_actor.ray` handle and a bare Ray actor method
   (`num_cpus=0`) returning the same response bytes; P13b times `complete_many()` of 100
   requests per request (report only). docs/ray.md says what a multi-node cluster adds.
+  last end; asyncio gathers 400 `acomplete()` tasks (report only).
+- **P11**: one acquisition of the 1k-entry fixture; the caller times each `complete()`
+  of the realistic request; rounds with and without another raw connection that sent a
+  request frame's header and half its body, then nothing, interleaved and rotated; the
+  target is the difference of the two sides' p99.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own
@@ -167,16 +173,13 @@ opening `/proc/self/comm`, the owner's create time read once from `/proc/PID/sta
 instead of through psutil, and less Python run in the child before READY (each first
 touch of a page costs a copy-on-write fault).""",
     "P5c": """\
-P5c is P5a with a zygote that also caches the 100k, 10k and 100-entry fixtures (the
-P1 run's state): forking a process that holds ~70 MB of tables copies their page
-tables, which the "held by the forking process" step measures (~+0.8-0.9 ms), and
-the actor's set-up in such a child costs more too (~1.5-2.2 ms: more copy-on-write
-faults), while the forked no-op floor holds no table at all. This is what an
-orchestrator pays when it acquires a small fixture after large ones: the zygote keeps
-the last four parsed fixtures. What would lower it (library change, not made here):
-besides P5's levers, not caching fixtures above a size in the zygote that forks for
-small ones (e.g. one zygote per large fixture), or fewer pages per table (P8's
-levers).""",
+P5c is P5a in the benchmark's own process, whose zygote was asked for the 100k, 10k,
+100 and 1k-entry fixtures first (the P1 run's state). The zygote parses and keeps only
+fixtures of at most 2 MiB (8 MiB together, idle entries dropped after 30 s); larger
+ones are parsed by their actor after the fork. So the zygote that forks the 1k actor
+holds the 100 and 1k tables only, as in P5a: before that rule it also held the 100k and
+10k tables (~70 MB) and the heap their parse left, which made every fork copy more page
+tables and every child fault in more copy-on-write pages (P5c was 2.24).""",
     "P6": """\
 Profile (cProfile, one load of the 100k-line file): about half the time is the
 per-line Python loop in `_Parser._run` itself (slicing, the length and ceiling checks,
@@ -186,6 +189,12 @@ duplicate), the split of the file into lines and the read. The floor decodes eac
 untyped once and keeps nothing, so the share sits at ~0.5: the remaining lever is
 moving the per-line work out of Python (e.g. decoding the whole file as one array of
 typed entries, with the per-line checks done in bulk).""",
+    "P11": """\
+The actor keeps a non-blocking socket and an input and output buffer per peer: a peer
+that sent half a frame costs the loop one wake-up (its partial frame is buffered) and
+nothing after, so the caller's latency distribution with and without it is the same
+within noise. Before, the actor read each frame with blocking reads bounded by 2 s,
+so such a peer delayed every other caller by up to 2 s.""",
     "P9a": """\
 Each thread now has its own channel to the actor, so no thread waits for another's
 exchange; what is shared is the GIL and the two cores. Per call the caller holds the GIL

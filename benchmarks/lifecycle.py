@@ -178,7 +178,7 @@ def run_acquire(cfg: Config) -> list[Row]:
         acquire(path, timeout=120.0).release()
     in_run = _measure_acquire(reps, held, interpreter=False)
     one = "the parsed 1k-entry fixture"
-    four = "the parsed 100k, 10k, 100 and 1k-entry fixtures (~70 MB of tables)"
+    four = "what the zygote cache keeps of the 100k, 10k, 100 and 1k-entry fixtures"
     ours, fork = Stats.of(fresh["ours"]), Stats.of(fresh["fork"])
     interp = Stats.of(fresh["interpreter"])
     ours_run, fork_run = Stats.of(in_run["ours"]), Stats.of(in_run["fork"])

@@ -9,7 +9,7 @@ Runs in: the actor (forked by the zygote, ``zygote.py``).
     socketpair ---- config, via the zygote --->  load + validate the fixture (or reuse
                                                  the zygote's parse of the same file)
                <--- READY (listener address) -   listen on an abstract AF_UNIX socket
-    copies ------- connect (same uid only) ---->  one Channel per handle copy
+    copies ------- connect (same uid only) ---->  one non-blocking peer per connection
     handle ------- COMPLETE + request hash ---->  Cursors.take(hash) (the only mutable state)
            <------ RESPONSE + bytes -----------   or MISS / EXHAUSTED
                                                watches: owner pidfd (psutil identity
@@ -17,7 +17,12 @@ Runs in: the actor (forked by the zygote, ``zygote.py``).
 
 The loop is single-threaded and event-driven: ``selectors`` waits on the connections,
 the listener and the owner's pidfd together, so an idle actor sleeps in the kernel and
-the owner's death is an event, not a poll. It exits when the acquisition is released,
+the owner's death is an event, not a poll. Every connection is non-blocking with its
+own input and output buffers (``_Peer``), so a peer that sends half a frame or never
+reads its replies holds up no other caller; a peer with 1 MiB of replies unread gets
+no further answers until it reads (flow control); the caps (``protocol.MAX_REQUEST``,
+``protocol.MAX_UNREAD``) and the hash's form are enforced per peer, and a peer that
+breaks them is dropped alone. It exits when the acquisition is released,
 when the owner dies, or when the last connection closes. It never opens an internet
 socket, never forks, and never imports the caller's ``__main__`` (its zygote is started
 as ``python -P -c``, not through multiprocessing's spawn preparation). The frames are
@@ -26,16 +31,23 @@ as ``python -P -c``, not through multiprocessing's spawn preparation). The frame
 
 from __future__ import annotations
 
+import errno
+import gc
 import os
+import re
+import select
 import selectors
+import signal
 import socket
 import struct
 import sys
 import time
+from collections import deque
+from itertools import islice
 from typing import Any, Final, NoReturn
 
 from .._errors import FixtureError, InspectionPathError
-from ..fixture import MISS, Ceilings, Cursors, FixtureSet, Outcome, load_fixture
+from ..fixture import EXHAUSTED, MISS, Ceilings, Cursors, FixtureSet, Outcome, load_fixture
 from . import protocol
 from .inspection import InspectionRecord, open_inspection_record
 from .procs import identity, open_pidfd
@@ -47,8 +59,8 @@ __all__ = ["Actor", "serve", "serve_forked", "set_process_name", "trim_heap"]
 #: Without pidfd the owner is polled at this interval (seconds); see docs/architecture.md.
 POLL_INTERVAL: Final = 0.25
 _PR_SET_NAME: Final = 15
-#: How long the actor waits for the rest of a frame a peer started, in seconds.
-_PEER_TIMEOUT: Final = 2.0
+#: Bounds the bootstrap reply's write (the one blocking write of an actor's life).
+_BOOT_TIMEOUT: Final = 2.0
 
 
 class _OwnerWatch:
@@ -90,7 +102,9 @@ class Actor:
         fixture = cached
         if fixture is None:
             fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
-            trim_heap()
+            fixture.snapshot()  # its scratch (the set hash's input) is freed before the trim
+            gc.collect()
+            trim_heap()  # hand the loader's scratch back: it must not count in our RSS
         self.snapshot_base = fixture.snapshot()
         self.cursors = Cursors(fixture)
         self.record: InspectionRecord | None = None
@@ -139,7 +153,7 @@ def _listen() -> tuple[socket.socket, bytes]:
         path = os.path.join(tempfile.mkdtemp(prefix="replay-actor-"), "actor.sock")
         sock.bind(path)
         address = path.encode()
-    sock.listen(64)
+    sock.listen(128)
     sock.setblocking(False)
     return sock, address
 
@@ -159,121 +173,375 @@ def serve(primary: Channel, config: ActorConfig, cached: FixtureSet | None = Non
         primary.send(protocol.failed("owner", "the owner process is not alive"))
         return
     failure: bytes | None = None
+    abandon = _AbandonWatch(primary.fileno()) if cached is None else None
     try:
         actor = Actor(config, cached)
     except FixtureError as exc:
         failure = protocol.fixture_rejected(exc.reason, exc.line)
     except InspectionPathError as exc:
         failure = protocol.failed("inspection", str(exc))
+    finally:
+        if abandon is not None:
+            abandon.stop()
     if failure is not None:
         primary.send(failure)
         return
     listener, address = _listen()
-    primary.send(protocol.ready(address))
     try:
-        _loop(actor, primary, listener, watch)
+        try:
+            primary.send(protocol.ready(address))
+        except OSError:
+            return  # the acquirer gave up on us (its acquire timed out): nothing to serve
+        _loop(actor, primary.detach(), listener, watch)
     finally:
         actor.close()
         listener.close()
         watch.close()
 
 
-def _loop(actor: Actor, primary: Channel, listener: socket.socket, watch: _OwnerWatch) -> None:
-    sel = selectors.DefaultSelector()
-    sel.register(primary.fileno(), selectors.EVENT_READ, primary)
-    sel.register(listener.fileno(), selectors.EVENT_READ, listener)
-    if watch.fd is not None:
-        sel.register(watch.fd, selectors.EVENT_READ, watch)
-        poll_timeout: float | None = None
-    else:
-        poll_timeout = POLL_INTERVAL
-    conns: set[Channel] = {primary}
-    next_poll = time.monotonic() + POLL_INTERVAL
-    while conns:
-        events = sel.select(poll_timeout)
-        if poll_timeout is not None and time.monotonic() >= next_poll:
-            # Checked on every wake-up once due, so a busy actor notices too.
-            if watch.poll_dead():
-                return
-            next_poll = time.monotonic() + POLL_INTERVAL
-        for key, _ in events:
-            source = key.data
-            if source is watch:
-                return  # the owner died: nobody is left to own the cursors
-            if source is listener:
-                _accept(listener, sel, conns)
-                continue
-            conn: Channel = source
-            # A peer never has two requests in flight, but one that does must not
-            # leave the second stranded in our buffer, invisible to select().
-            while True:
-                outcome = _serve_one(actor, conn, primary)
-                if outcome is _ENDED:
-                    _notify_closed(conns, primary)
-                    return
-                if outcome is _DROP:
-                    _drop(conn, sel, conns)
-                    break
-                if not conn.pending():
-                    break
+class _AbandonWatch:
+    """While the actor parses its own fixture: exit as soon as the acquirer hangs up.
+
+    An acquire whose ``timeout`` ran out closes its end of the bootstrap channel; an
+    actor still parsing for it would otherwise burn a core for nobody. The acquirer
+    sends nothing before READY, so the channel turning readable means EOF. Checked on
+    a 50 ms interval timer (SIGALRM), since the parse itself cannot look up.
+    """
+
+    _EVERY: Final = 0.05
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._previous = signal.signal(signal.SIGALRM, self._check)
+        signal.setitimer(signal.ITIMER_REAL, self._EVERY, self._EVERY)
+
+    def _check(self, signum: int, frame: object) -> None:
+        readable, _, _ = select.select([self._fd], [], [], 0)
+        if readable:
+            os._exit(0)  # nobody waits for this actor any more
+
+    def stop(self) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, self._previous)
 
 
+class _Peer:
+    """One connection's non-blocking state: what it sent that is not yet answered, and
+    the replies it has not read yet.
+
+    Input is judged by the length prefix before anything is buffered (a request frame
+    over ``protocol.MAX_REQUEST`` drops the peer). Replies wait in ``outbox`` while the
+    peer does not read; once ``_PAUSE_AT`` bytes wait, the peer's further requests wait
+    unanswered (``paused``: not even read from the socket) until it reads, so a peer
+    that pipelines and reads slowly is never dropped and one that never reads holds
+    little. More than ``protocol.MAX_UNREAD`` bytes waiting drops the peer.
+    """
+
+    __slots__ = ("events", "fd", "inbox", "outbox", "paused", "primary", "unsent")
+
+    def __init__(self, fd: int, *, primary: bool = False) -> None:
+        self.fd = fd
+        self.primary = primary
+        self.inbox = bytearray()
+        self.outbox: deque[bytes | memoryview] = deque()
+        self.unsent = 0
+        self.paused = False
+        self.events = selectors.EVENT_READ
+
+    def flush(self) -> bool:
+        """Write what the socket takes now; False if the peer is to be dropped."""
+        outbox = self.outbox
+        fd = self.fd
+        while outbox:
+            try:
+                if len(outbox) == 1:
+                    written = os.write(fd, outbox[0])
+                else:
+                    written = os.writev(fd, list(islice(outbox, _IOV_MAX)))
+            except BlockingIOError:
+                break
+            except OSError:
+                return False
+            self.unsent -= written
+            while written:
+                head = outbox[0]
+                if written >= len(head):
+                    written -= len(head)
+                    outbox.popleft()
+                else:
+                    outbox[0] = memoryview(head)[written:]
+                    written = 0
+        return self.unsent <= protocol.MAX_UNREAD
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+
+#: Replies waiting for a peer, in bytes, past which its next requests wait unanswered
+#: until it reads (flow control); far below ``protocol.MAX_UNREAD``.
+_PAUSE_AT: Final = 1 << 20
+#: How long an ending actor waits, in all, for peers to take their goodbye (seconds).
+_LINGER: Final = 1.0
+#: At most this many buffers per ``writev`` (Linux's IOV_MAX is 1024).
+_IOV_MAX: Final = 512
+_READ_CHUNK: Final = 65536
 _DROP: Final = object()
 _ENDED: Final = object()
+_HASH_RE: Final = re.compile(rb"sha256:[0-9a-f]{64}")
+_COMPLETE_SIZE: Final = 1 + 71
+_MISS_FRAME: Final = protocol.frame(protocol.MISS)
+_EXHAUSTED_FRAME: Final = protocol.frame(protocol.EXHAUSTED)
+_RELEASED_FRAME: Final = protocol.frame(protocol.RELEASED)
+_GOODBYE_FRAME: Final = protocol.frame(protocol.GOODBYE)
+#: After accept() ran out of descriptors, the listener is retried this often (seconds).
+_RELISTEN: Final = 0.25
+_EMFILE: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
-def _serve_one(actor: Actor, conn: Channel, primary: Channel) -> object:
-    """Answer one message on ``conn``; say whether to keep it, drop it, or end."""
-    try:
-        message = conn.recv()
+class _Loop:
+    """The actor's event loop: every peer non-blocking, none able to hold up another."""
+
+    def __init__(
+        self, actor: Actor, primary_fd: int, listener: socket.socket, watch: _OwnerWatch
+    ) -> None:
+        self.actor = actor
+        self.listener = listener
+        self.watch = watch
+        self.sel = selectors.DefaultSelector()
+        self.peers: dict[int, _Peer] = {}
+        self.listening = False
+        self.relisten_at = 0.0
+        os.set_blocking(primary_fd, False)
+        self.primary = self._add(primary_fd, primary=True)
+        self._listen(True)
+        if watch.fd is not None:
+            self.sel.register(watch.fd, selectors.EVENT_READ, watch)
+
+    def _add(self, fd: int, *, primary: bool = False) -> _Peer:
+        peer = _Peer(fd, primary=primary)
+        self.peers[fd] = peer
+        self.sel.register(fd, selectors.EVENT_READ, peer)
+        return peer
+
+    def _listen(self, on: bool) -> None:
+        if on and not self.listening:
+            self.sel.register(self.listener.fileno(), selectors.EVENT_READ, self.listener)
+        elif not on and self.listening:
+            self.sel.unregister(self.listener.fileno())
+        self.listening = on
+
+    def run(self) -> None:
+        watch = self.watch
+        poll_timeout = None if watch.fd is not None else POLL_INTERVAL
+        next_poll = time.monotonic() + POLL_INTERVAL
+        select = self.sel.select
+        listener = self.listener
+        while self.peers:
+            timeout = poll_timeout
+            if not self.listening:
+                # Out of descriptors earlier: try the listener again now and then, in
+                # case descriptors were freed another way than by a peer leaving.
+                wait = max(0.0, self.relisten_at - time.monotonic())
+                timeout = wait if timeout is None else min(timeout, wait)
+            events = select(timeout)
+            if not self.listening and time.monotonic() >= self.relisten_at:
+                self._listen(True)
+            if poll_timeout is not None and time.monotonic() >= next_poll:
+                # Checked on every wake-up once due, so a busy actor notices too.
+                if watch.poll_dead():
+                    return
+                next_poll = time.monotonic() + POLL_INTERVAL
+            for key, mask in events:
+                source = key.data
+                if source is watch:
+                    return  # the owner died: nobody is left to own the cursors
+                if source is listener:
+                    self._accept()
+                    continue
+                peer: _Peer = source
+                if peer.fd < 0:
+                    continue  # dropped earlier in this round
+                outcome = None
+                if mask & selectors.EVENT_READ and not peer.paused:
+                    outcome = self._readable(peer)
+                if outcome is None:
+                    outcome = self._pump(peer)
+                if outcome is _ENDED:
+                    self._goodbye()
+                    return
+                if outcome is _DROP:
+                    self._drop(peer)
+                    continue
+                # Wait for room only while replies are pending (an idle peer watched
+                # for writing would wake us forever), and for requests unless paused.
+                wanted = 0 if peer.paused else selectors.EVENT_READ
+                if peer.outbox:
+                    wanted |= selectors.EVENT_WRITE
+                if wanted != peer.events:
+                    peer.events = wanted
+                    self.sel.modify(peer.fd, wanted, peer)
+
+    def _readable(self, peer: _Peer) -> object:
+        """Take what the peer sent and answer the whole frames in it."""
+        try:
+            chunk = os.read(peer.fd, _READ_CHUNK)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return _DROP
+        if not chunk:
+            return _DROP
+        inbox = peer.inbox
+        if inbox:
+            inbox += chunk
+            return self._frames(peer, inbox)
+        return self._frames(peer, chunk)  # the common case: no copy at all
+
+    def _pump(self, peer: _Peer) -> object:
+        """Write what the peer takes; answer its waiting requests once it has read."""
+        while True:
+            if not peer.flush():
+                return _DROP
+            if not peer.paused or peer.unsent >= _PAUSE_AT:
+                return None
+            peer.paused = False
+            outcome = self._frames(peer, peer.inbox)
+            if outcome is not None:
+                return outcome
+
+    def _frames(self, peer: _Peer, data: bytes | bytearray) -> object:
+        """Answer every whole frame in ``data`` in order (stopping while the peer has
+        too many unread replies); keep the rest in the peer's inbox."""
+        end = len(data)
+        offset = 0
+        answer = self._answer
+        while end - offset >= 4:
+            if peer.unsent >= _PAUSE_AT:
+                peer.paused = True  # answered when it has read (``_pump``)
+                break
+            size = int.from_bytes(data[offset : offset + 4], "big")
+            if size > protocol.MAX_REQUEST:
+                return _DROP  # judged by its prefix: nothing of it is buffered
+            stop = offset + 4 + size
+            if stop > end:
+                break
+            outcome = answer(peer, data[offset + 4 : stop])
+            offset = stop
+            if outcome is not None:
+                return outcome
+        inbox = peer.inbox
+        if data is inbox:
+            del inbox[:offset]  # small: one read, or frames waiting while paused
+        elif offset < end:
+            inbox += memoryview(data)[offset:]
+        return None
+
+    def _answer(self, peer: _Peer, message: bytes | bytearray) -> object:
+        actor = self.actor
         op = message[:1]
+        outbox = peer.outbox
         if op == protocol.COMPLETE:
+            # Only a well-formed hash reaches the cursors and the inspection record.
+            if len(message) != _COMPLETE_SIZE or _HASH_RE.fullmatch(message, 1) is None:
+                return _DROP
             outcome = actor.complete(message[1:].decode("ascii"))
-            conn.send(protocol.outcome_reply(outcome))
-        elif op == protocol.SNAPSHOT:
-            conn.send(protocol.json_reply(actor.snapshot()))
-        elif op == protocol.INSPECT:
-            conn.send(protocol.json_reply(actor.inspect()))
-        elif op == protocol.RELEASE:
-            conn.send(protocol.RELEASED)
-            return _ENDED if conn is primary else _DROP
+            if type(outcome) is bytes:
+                size = len(outcome)
+                head = (size + 1).to_bytes(4, "big") + protocol.RESPONSE
+                if size <= 65536:
+                    frame = head + outcome
+                    outbox.append(frame)
+                    peer.unsent += len(frame)
+                else:  # a large response goes out as it is, not copied
+                    outbox.append(head)
+                    outbox.append(outcome)
+                    peer.unsent += 5 + size
+            else:
+                frame = _EXHAUSTED_FRAME if outcome is EXHAUSTED else _MISS_FRAME
+                outbox.append(frame)
+                peer.unsent += len(frame)
+        elif op == protocol.SNAPSHOT or op == protocol.INSPECT:
+            if len(message) != 1:
+                return _DROP
+            value = actor.snapshot() if op == protocol.SNAPSHOT else actor.inspect()
+            frame = protocol.frame(protocol.json_reply(value))
+            outbox.append(frame)
+            peer.unsent += len(frame)
+        elif op == protocol.RELEASE and len(message) == 1:
+            outbox.append(_RELEASED_FRAME)
+            peer.unsent += len(_RELEASED_FRAME)
+            peer.flush()  # best effort: the peer asked to go, and is gone next
+            return _ENDED if peer.primary else _DROP
         else:
             return _DROP  # not our protocol: refuse that peer
-    except (EOFError, OSError, UnicodeDecodeError):
-        return _DROP
-    return None
+        if peer.unsent > protocol.MAX_UNREAD:
+            return _DROP  # it asks and never reads: it alone pays
+        return None
+
+    def _accept(self) -> None:
+        try:
+            sock, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno in _EMFILE:
+                # Out of descriptors: the listener would stay readable and spin the
+                # loop. Stop watching it until a peer leaves and frees one (or for
+                # ``_RELISTEN`` seconds); waiting peers stay in the backlog meanwhile.
+                self._listen(False)
+                self.relisten_at = time.monotonic() + _RELISTEN
+            return
+        if not _same_user(sock):
+            sock.close()
+            return
+        sock.setblocking(False)
+        self._add(sock.detach())
+
+    def _drop(self, peer: _Peer) -> None:
+        self.sel.unregister(peer.fd)
+        del self.peers[peer.fd]
+        peer.close()
+        self._listen(True)  # a descriptor is free again
+
+    def _goodbye(self) -> None:
+        """The acquisition ended: tell every other peer, after the replies it is owed.
+
+        A copy that gets ``Z`` knows the acquirer released (``ProviderClosed``); one
+        that only sees the connection close cannot tell that from a crash. So the
+        actor lingers, at most ``_LINGER`` seconds in all, for peers whose socket is
+        full; a peer that does not read by then only sees the close.
+        """
+        waiting = []
+        for peer in self.peers.values():
+            if peer is not self.primary:
+                peer.outbox.append(_GOODBYE_FRAME)
+                peer.unsent += len(_GOODBYE_FRAME)
+                if peer.flush() and peer.outbox:
+                    waiting.append(peer)
+        deadline = time.monotonic() + _LINGER
+        while waiting:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            _, writable, _ = select.select([], [p.fd for p in waiting], [], remaining)
+            ready = set(writable)
+            waiting = [p for p in waiting if p.fd not in ready or (p.flush() and p.outbox)]
+
+    def close(self) -> None:
+        for peer in self.peers.values():
+            peer.close()
+        self.peers.clear()
+        self.sel.close()
 
 
-def _accept(listener: socket.socket, sel: selectors.BaseSelector, conns: set[Channel]) -> None:
+def _loop(actor: Actor, primary_fd: int, listener: socket.socket, watch: _OwnerWatch) -> None:
+    loop = _Loop(actor, primary_fd, listener, watch)
     try:
-        sock, _ = listener.accept()
-    except OSError:
-        return
-    if not _same_user(sock):
-        sock.close()
-        return
-    sock.setblocking(True)
-    # A peer that sends half a frame must not stall the others: reads time out, and
-    # that peer is dropped.
-    set_timeouts(sock, _PEER_TIMEOUT)
-    conn = Channel.from_socket(sock)
-    conns.add(conn)
-    sel.register(conn.fileno(), selectors.EVENT_READ, conn)
-
-
-def _drop(conn: Channel, sel: selectors.BaseSelector, conns: set[Channel]) -> None:
-    sel.unregister(conn.fileno())
-    conns.discard(conn)
-    conn.close()
-
-
-def _notify_closed(conns: set[Channel], primary: Channel) -> None:
-    for conn in conns:
-        if conn is not primary:
-            try:
-                conn.send(protocol.GOODBYE)
-            except OSError:
-                pass
+        loop.run()
+    finally:
+        loop.close()
 
 
 def trim_heap() -> None:
@@ -303,7 +571,7 @@ def serve_forked(fd: int, config: ActorConfig, cached: FixtureSet | None) -> NoR
     try:
         set_process_name("replay-actor")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
-        set_timeouts(sock, _PEER_TIMEOUT)
+        set_timeouts(sock, _BOOT_TIMEOUT)
         serve(Channel.from_socket(sock), config, cached)
     finally:
         # Skip interpreter finalisation: tearing down a 100k-entry table object by

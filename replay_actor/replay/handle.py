@@ -39,6 +39,7 @@ import atexit
 import os
 import socket
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Iterable
@@ -732,6 +733,7 @@ def _acquire(
         owner_watch=os.environ.get(_OWNER_WATCH_ENV, "pidfd"),
         inspection_served=bool(inspection_served),
     )
+    deadline = time.monotonic() + timeout  # ``timeout`` bounds the whole acquire
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         try:
@@ -745,7 +747,7 @@ def _acquire(
     conn: Channel | None = None
     outcome: bytes | None = None
     try:
-        set_timeouts(ours, timeout)
+        set_timeouts(ours, max(deadline - time.monotonic(), 0.001))
         conn = Channel.from_socket(ours)
         outcome = conn.recv()
     except (EOFError, OSError):

@@ -9,7 +9,8 @@ Each miss or exhaustion is appended as one JSON line
 and, from the caller, a miss's nearest recorded request as ``{"event": "nearest",
 "request_hash", "nearest": {"request_hash", "paths"}}``. The file is
 created with mode 0600 and opened with ``O_NOFOLLOW``, so a symbolic link planted at the
-path is refused rather than followed; each record is one ``write`` on an ``O_APPEND``
+path is refused rather than followed, and ``O_NONBLOCK``, so a FIFO there is refused at
+once instead of blocking the actor; each record is one ``write`` on an ``O_APPEND``
 descriptor, so concurrent writers never interleave inside a line.
 """
 
@@ -26,7 +27,12 @@ from .._errors import InspectionPathError
 
 __all__ = ["InspectionRecord", "open_inspection_record"]
 
-_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+# O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader (forever);
+# non-blocking, it fails at once (ENXIO) or opens and is refused as not a regular file.
+# On a regular file the flag changes nothing.
+_FLAGS: Final = (
+    os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+)
 _encode = msgspec.json.Encoder().encode
 
 
@@ -66,6 +72,8 @@ def open_inspection_record(path: str | os.PathLike[str]) -> InspectionRecord:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             problem = "is a symbolic link (refused)"
+        elif exc.errno == errno.ENXIO:
+            problem = "is not a regular file"  # a FIFO nobody reads, or a socket
         elif exc.strerror:
             problem = f"cannot be opened ({exc.strerror})"
     else:

@@ -32,6 +32,8 @@ __all__ = [
     "RELEASED",
     "RESPONSE",
     "SNAPSHOT",
+    "MAX_REQUEST",
+    "MAX_UNREAD",
     "ActorConfig",
     "complete_request",
     "decode_failure",
@@ -39,6 +41,7 @@ __all__ = [
     "decode_rejection",
     "failed",
     "fixture_rejected",
+    "frame",
     "json_reply",
     "outcome_reply",
     "ready",
@@ -63,6 +66,12 @@ JSON: Final = b"J"  #: + a JSON document (snapshot, inspection)
 RELEASED: Final = b"K"
 GOODBYE: Final = b"Z"  #: unsolicited: the acquisition was released by its acquirer
 
+# -- limits the actor enforces per peer (docs/architecture.md, "Wire protocol") ------------
+#: The largest request frame's payload; a longer length prefix drops that peer alone.
+MAX_REQUEST: Final = 4096
+#: Replies a peer has not read, in bytes, beyond which that peer alone is dropped.
+MAX_UNREAD: Final = 64 * 1024 * 1024
+
 _encode: Final = msgspec.json.Encoder().encode
 _decode: Final = msgspec.json.decode
 
@@ -78,6 +87,11 @@ class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
     inspection_path: str | None
     owner_watch: str = "pidfd"
     inspection_served: bool = False  # also log each hit (for ``replay-actor coverage``)
+
+
+def frame(payload: bytes) -> bytes:
+    """``payload`` as it goes on the wire: a 4-byte big-endian length, then the payload."""
+    return len(payload).to_bytes(4, "big") + payload
 
 
 def complete_request(request_hash: str) -> bytes:

@@ -115,12 +115,27 @@ class Channel:
                 if len(buffer) == end:
                     return buffer[4:]
         while len(buffer) < 4:
-            buffer += self._read()
-        end = 4 + int.from_bytes(buffer[:4], "big")
-        while len(buffer) < end:
-            buffer += self._read()
-        self._buffer = buffer[end:]
-        return buffer[4:end]
+            buffer += self._read()  # at most three more bytes: no growth to speak of
+        size = int.from_bytes(buffer[:4], "big")
+        end = 4 + size
+        if len(buffer) >= end:
+            self._buffer = buffer[end:]
+            return buffer[4:end]
+        # A large message: read its rest straight into one buffer of its final size,
+        # never by repeated concatenation (quadratic in the message's size).
+        self._buffer = b""
+        body = bytearray(size)
+        have = len(buffer) - 4
+        body[:have] = memoryview(buffer)[4:]
+        view = memoryview(body)
+        fd = self._fd
+        while have < size:
+            got = os.readv(fd, [view[have:]])
+            if not got:
+                raise EOFError("the peer closed the channel")
+            have += got
+        view.release()
+        return bytes(body)
 
     def _read(self) -> bytes:
         chunk = os.read(self._fd, _CHUNK)
@@ -138,6 +153,12 @@ class Channel:
             return True
         readable, _, _ = select.select([self._fd], [], [], timeout)
         return bool(readable)
+
+    def detach(self) -> int:
+        """Give up ownership of the descriptor (unread buffered data is dropped)."""
+        fd, self._fd = self._fd, -1
+        self._buffer = b""
+        return fd
 
     def close(self) -> None:
         fd, self._fd = self._fd, -1
