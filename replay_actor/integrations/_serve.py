@@ -32,7 +32,7 @@ exception's ``body``.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
@@ -49,7 +49,10 @@ from ..vendors import anthropic as _anthropic
 from ..vendors import openai as _openai
 from ..vendors._common import VendorCall
 
-__all__ = ["API_NAMES", "Answer", "Api", "Exchange"]
+if TYPE_CHECKING:
+    from .._interface import Provider
+
+__all__ = ["API_NAMES", "Answer", "Api", "AsyncServing", "Exchange", "Serving"]
 
 Api = Literal["openai", "anthropic"]
 API_NAMES: Final = ("openai", "anthropic")
@@ -151,3 +154,60 @@ class Exchange:
 
     def fail(self, exc: BaseException) -> Answer:
         return _failure(self.api, exc)
+
+
+class _Serving:
+    """What every transport class holds, whatever its HTTP library: the vendor API's
+    routing (``Exchange``), the provider, and whether closing releases it."""
+
+    def __init__(
+        self, provider: Provider, api: Api = "openai", *, release_on_close: bool = True
+    ) -> None:
+        self._exchange = Exchange(api)
+        self._provider = provider
+        self._release_on_close = release_on_close
+
+    @property
+    def provider(self) -> Provider:
+        return self._provider
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._exchange.api} {self._provider!r}>"
+
+
+class Serving(_Serving):
+    """A sync transport's work: one request in, one answer out, the provider asked once
+    (``complete``); a failure is an answer, never an exception (the SDKs would retry an
+    exception as a connection error)."""
+
+    def serve(self, method: str, path: str, body: bytes) -> Answer:
+        got = self._exchange.read(method, path, body)
+        if isinstance(got, tuple):
+            return got
+        try:
+            response: dict[str, Any] = self._provider.complete(got.request)
+        except Exception as exc:
+            return self._exchange.fail(exc)
+        return self._exchange.answer(got, response)
+
+    def close(self) -> None:
+        if self._release_on_close:
+            self._provider.release()
+
+
+class AsyncServing(_Serving):
+    """The async form of :class:`Serving`: awaits ``provider.acomplete`` (no thread)."""
+
+    async def serve(self, method: str, path: str, body: bytes) -> Answer:
+        got = self._exchange.read(method, path, body)
+        if isinstance(got, tuple):
+            return got
+        try:
+            response: dict[str, Any] = await self._provider.acomplete(got.request)
+        except Exception as exc:
+            return self._exchange.fail(exc)
+        return self._exchange.answer(got, response)
+
+    async def aclose(self) -> None:
+        if self._release_on_close:
+            self._provider.release()
