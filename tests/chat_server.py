@@ -11,6 +11,8 @@ the answer:
 ``429xN``      the first N calls get 429 with ``Retry-After: 0``, then as ``echo``
 ``500``        always 500, with an error body that echoes the Authorization header and prompt
 ``401``        401 with ``code: invalid_api_key`` and a message echoing the key (as vendors do)
+``keycode``    400 whose ``error.code`` and ``error.type`` are the API key itself
+``keyusage``   as ``echo``, with the API key echoed inside ``usage``
 ``slow``       answers only after ``close()`` (or 10 s): past any test's client timeout
 ``badjson``    200 with a body that is not JSON (and quotes the prompt)
 ``nochoices``  200 with a JSON object that has no ``choices``
@@ -106,6 +108,15 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             }
             self._send(401, json.dumps(error).encode())
+        elif scenario == "keycode":
+            # A vendor that echoes the key as its "error code" (a short identifier).
+            key = auth.removeprefix("Bearer ")
+            self._send(400, json.dumps({"error": {"code": key, "type": key}}).encode())
+        elif scenario == "keyusage":
+            # A vendor that echoes the key inside the usage of a good answer.
+            completion = json.loads(_completion(f"{n}: {prompt}", None, "stop"))
+            completion["usage"]["note"] = auth.removeprefix("Bearer ")
+            self._send(200, json.dumps(completion).encode())
         elif scenario == "slow":
             owner.stopping.wait(10.0)
             self._send(200, _completion("late", None, "stop"))

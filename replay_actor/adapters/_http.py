@@ -13,7 +13,11 @@ Failure policy (docs/manifest.md, "Live adapters"):
   *type* name, or a short vendor error code — never a body, a header, the URL, the key or
   the prompt — and which is raised outside any ``except`` block, so no HTTP-client
   exception (whose ``.request`` carries the credentials and the prompt) rides along in
-  ``__context__``.
+  ``__context__``;
+- nothing that contains the API key's value is kept or shown: an error code that holds
+  it (or a piece of it) is left out of the message, and a response that echoes it
+  anywhere (its text, its ``usage``) fails the call instead of being returned, so it can
+  never reach a recording.
 
 The HTTP client (httpx2, which the vendors' SDKs use too) is an optional dependency,
 imported when an adapter is built, never at import time. A vendor adapter subclasses
@@ -81,9 +85,20 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _error_code(content: bytes) -> str | None:
+#: A vendor code this long that is a piece of the key is taken for one.
+_KEY_PIECE: Final = 8
+
+
+def _holds_key(value: str, key: str | None) -> bool:
+    """Whether ``value`` contains the key, or is a piece of it long enough to matter."""
+    if not key:
+        return False
+    return key in value or (len(value) >= _KEY_PIECE and value in key)
+
+
+def _error_code(content: bytes, key: str | None) -> str | None:
     """A vendor error code or type, only if it is a short identifier (never a message:
-    vendors echo parts of keys and prompts in messages)."""
+    vendors echo parts of keys and prompts in messages) that does not hold the key."""
     try:
         data = msgspec.json.decode(content)
     except msgspec.DecodeError:
@@ -93,7 +108,7 @@ def _error_code(content: bytes) -> str | None:
         return None
     for field in ("code", "type"):
         value = error.get(field)
-        if isinstance(value, str) and _SAFE_CODE.match(value):
+        if isinstance(value, str) and _SAFE_CODE.match(value) and not _holds_key(value, key):
             return value
     return None
 
@@ -161,7 +176,7 @@ class HTTPAdapter:
                 )
             return self._delay(attempt, response)
         if not 200 <= status < 300:
-            code = _error_code(response.content)
+            code = _error_code(response.content, self._config.api_key)
             detail = f" (error code: {code})" if code else ""
             return LiveProviderError(
                 f"the live endpoint answered HTTP {status}{detail}", status=status
@@ -173,9 +188,18 @@ class HTTPAdapter:
                 "the live endpoint's response is not valid JSON", status=status
             )
         try:
-            return self.parse(data)
+            neutral = self.parse(data)
         except Malformed as exc:
             problem = str(exc)
+        else:
+            key = self._config.api_key
+            if key and key.encode() in msgspec.json.encode(neutral):
+                # Kept, it would be written to a recording and shown to the caller.
+                return LiveProviderError(
+                    "the live endpoint's response echoes the API key; it was not kept",
+                    status=status,
+                )
+            return neutral
         return LiveProviderError(
             f"the live endpoint's response is not {self._shape}: {problem}", status=status
         )
