@@ -166,12 +166,16 @@ the first file open and the process name (`/proc/self/comm`) ~0.3-1 ms, nearly a
 copy-on-write faults of the first Python work after the fork; the owner's pidfd and
 psutil identity (`Process`, `status`, `create_time`: three reads of `/proc`) ~0.45 ms;
 wrapping the cached table (`Actor`) ~0.1 ms; the listener bind ~0.13 ms; the cache's stat
-identity check ~0.2 ms. The acquirer's side and the zygote's protocol (owner identity in
-the acquirer, the config's JSON, the actor's pidfd, the handle) are within the noise.
-What would lower it (library change, not made here): `prctl(PR_SET_NAME)` instead of
-opening `/proc/self/comm`, the owner's create time read once from `/proc/PID/stat`
-instead of through psutil, and less Python run in the child before READY (each first
-touch of a page costs a copy-on-write fault).""",
+identity check ~0.2 ms. Since the fault-proof spawn (request tokens, the hung-up check,
+deadline-bounded sends, the non-blocking actor loop) an acquire measured on its own
+costs ~0.2 ms more than before (2.69-3.26 ms against 2.51-2.97 ms, medians of 300 in
+alternating runs); timing `zygote.spawn` apart puts the extra time between the zygote's
+reply and the actor's READY, i.e. in the forked child, not in the caller, whose own CPU
+is ~50 us per acquire (cProfile). That is enough to move the ratio across 2 on a
+shared machine (2.02-2.16 in this session's runs). What would lower it (not made here):
+the owner's create time read once from `/proc/PID/stat` instead of through psutil (three
+reads of `/proc`), and less Python run in the child before READY (each first touch of a
+page costs a copy-on-write fault).""",
     "P5c": """\
 P5c is P5a in the benchmark's own process, whose zygote was asked for the 100k, 10k,
 100 and 1k-entry fixtures first (the P1 run's state). The zygote parses and keeps only
