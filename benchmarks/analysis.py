@@ -37,7 +37,11 @@ METHOD: Final = """\
   run first asserts `canonical_request(req) == rfc8785.dumps(req)` byte for byte (the
   realistic request is already normalised; also asserted). Batches are short (30 calls,
   ~1 ms; a few `rfc8785` calls) and many (150 rounds), so that another process's time
-  slice rarely falls inside one and the medians hold still on a shared machine.
+  slice rarely falls inside one and the medians hold still on a shared machine. P4a/P4b
+  hash the same request again and again, as an evaluation sends the same tools and
+  parameters with every call, so its configuration is remembered (docs/request.md);
+  *P4c* (report only) gives every call a configuration never seen before (a tool
+  description that differs per call), against the floor over the very same requests.
 - **P5**: `acquire()` to ready on a 1k-entry fixture (release not timed; the run's first
   acquisition, which starts the zygote, not timed), interleaved with four references,
   each timed from the socketpair until the child's first bytes arrive on our end.
@@ -74,6 +78,10 @@ METHOD: Final = """\
 - **P10**: `complete_many()` of 1,000 distinct realistic requests (variants of the last
   message, each its own entry) against the in-process floor over the same requests:
   `request_hash`, a dict lookup of the stored response bytes, `msgspec.json.decode`.
+- **P11**: one acquisition of the 1k-entry fixture; the caller times each `complete()`
+  of the realistic request; rounds with and without another raw connection that sent a
+  request frame's header and half its body, then nothing, interleaved and rotated; the
+  target is the difference of the two sides' p99.
 - **P12**: `openai_client(replay manifest)` `chat.completions.create(**body)` with the
   realistic request as an OpenAI body (its neutral form hashes as the realistic request;
   asserted), on the 100-entry fixture, vs the floor: the same SDK call on an
@@ -86,11 +94,6 @@ METHOD: Final = """\
   realistic request on a `replay_actor.ray` handle and a bare Ray actor method
   (`num_cpus=0`) returning the same response bytes; P13b times `complete_many()` of 100
   requests per request (report only). docs/ray.md says what a multi-node cluster adds.
-  last end; asyncio gathers 400 `acomplete()` tasks (report only).
-- **P11**: one acquisition of the 1k-entry fixture; the caller times each `complete()`
-  of the realistic request; rounds with and without another raw connection that sent a
-  request frame's header and half its body, then nothing, interleaved and rotated; the
-  target is the difference of the two sides' p99.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own
