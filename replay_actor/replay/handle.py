@@ -265,8 +265,8 @@ class ReplayProvider:
         the caller raises: the explanation goes to the inspection record only.
         """
         fixture, inspection_path = self._explain
-        if not fixture:
-            return ReplayMiss(shown)
+        if not fixture or (self._private and inspection_path is None):
+            return ReplayMiss(shown)  # nothing to explain, or nowhere private to say it
         from ..authoring.explain import miss_error
 
         digest = shown if shown is not None else request_hash(request)
