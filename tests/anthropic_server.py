@@ -18,20 +18,13 @@ Every request is kept in ``received`` (scenario, path, lowercased headers, decod
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
-from tests.chat_server import Received
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    owner: AnthropicServer
+from tests.chat_server import LoopbackServer, Received, _Server
 
 
 def _last_user_text(body: Any) -> str:
@@ -115,53 +108,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b'{"type":"error","error":{"type":"not_found_error"}}')
 
 
-class AnthropicServer:
-    """The server and its thread; use as a context manager (or ``close()``)."""
+class AnthropicServer(LoopbackServer):
+    """The Anthropic-wire server and its thread; use as a context manager (or ``close()``)."""
 
-    def __init__(self) -> None:
-        self.received: list[Received] = []
-        self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.owner = self
-        self.port: int = self._httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="anthropic-server",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def record(self, received: Received) -> int:
-        with self._lock:
-            self.received.append(received)
-            n = self._counts.get(received.scenario, 0) + 1
-            self._counts[received.scenario] = n
-            return n
-
-    def count(self, scenario: str) -> int:
-        with self._lock:
-            return self._counts.get(scenario, 0)
+    handler = _Handler
+    name = "anthropic-server"
 
     def base_url(self, scenario: str = "echo") -> str:
         return f"http://127.0.0.1:{self.port}/{scenario}"
-
-    def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10.0)
-
-    def __enter__(self) -> AnthropicServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 @pytest.fixture
@@ -172,4 +126,4 @@ def claude() -> Iterator[AnthropicServer]:
         yield server
     finally:
         server.close()
-    assert not server._thread.is_alive()
+    assert not server.alive

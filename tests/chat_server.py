@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -44,9 +44,66 @@ class Received:
     body: Any
 
 
+class LoopbackServer:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 (a free port) in a thread of its own, that
+    keeps every request it gets; a vendor's server subclasses it with its handler."""
+
+    handler: type[BaseHTTPRequestHandler]
+    name = "loopback-server"
+
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        self._httpd = _Server(("127.0.0.1", 0), self.handler)
+        self._httpd.owner = self
+        self.port: int = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=self.name,
+            daemon=True,
+        )
+        self._thread.start()
+
+    def record(self, received: Received) -> int:
+        """Keep a request; return its 1-based number within its scenario."""
+        with self._lock:
+            self.received.append(received)
+            n = self._counts.get(received.scenario, 0) + 1
+            self._counts[received.scenario] = n
+            return n
+
+    def count(self, scenario: str) -> int:
+        with self._lock:
+            return self._counts.get(scenario, 0)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def close(self) -> None:
+        self.stopping.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=10.0)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    owner: ChatServer
+    owner: Any  # the LoopbackServer subclass whose handler serves it
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -146,56 +203,14 @@ def _completion(content: str | None, tool_calls: list[Any] | None, finish: str) 
     ).encode()
 
 
-class ChatServer:
-    """The server and its thread; use as a context manager (or ``close()``)."""
+class ChatServer(LoopbackServer):
+    """The OpenAI-wire server and its thread; use as a context manager (or ``close()``)."""
 
-    def __init__(self) -> None:
-        self.received: list[Received] = []
-        self.stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
-        self._httpd.owner = self
-        self.port: int = self._httpd.server_address[1]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="chat-server",
-            daemon=True,
-        )
-        self._thread.start()
-
-    def record(self, received: Received) -> int:
-        """Keep a request; return its 1-based number within its scenario."""
-        with self._lock:
-            self.received.append(received)
-            n = self._counts.get(received.scenario, 0) + 1
-            self._counts[received.scenario] = n
-            return n
-
-    def count(self, scenario: str) -> int:
-        with self._lock:
-            return self._counts.get(scenario, 0)
+    handler = _Handler
+    name = "chat-server"
 
     def base_url(self, scenario: str = "echo") -> str:
         return f"http://127.0.0.1:{self.port}/{scenario}/v1"
-
-    def close(self) -> None:
-        self.stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=10.0)
-
-    def __enter__(self) -> ChatServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 @pytest.fixture
@@ -206,4 +221,4 @@ def chat() -> Iterator[ChatServer]:
         yield server
     finally:
         server.close()
-    assert not server._thread.is_alive()
+    assert not server.alive
