@@ -16,6 +16,7 @@ import msgspec
 import openai
 
 from replay_actor import acquire, openai_client, request_hash
+from replay_actor._response import read_response
 from replay_actor.vendors import openai as vendor_openai
 
 from .timing import Config, Row, Stats, interleave, per_call
@@ -36,7 +37,9 @@ def run_sdk(cfg: Config) -> list[Row]:
     reps = cfg.pick(21, 5)
     ours = openai_client({"provider": {"kind": "replay", "fixture": str(path)}})
     handle = acquire(path, timeout=120.0)
-    canned = msgspec.json.encode(vendor_openai.response_body(handle.complete(req), MODEL))
+    canned = msgspec.json.encode(
+        vendor_openai.response_body(read_response(handle.complete(req)), MODEL)
+    )
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, headers={"content-type": "application/json"}, content=canned)

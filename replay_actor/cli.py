@@ -33,6 +33,7 @@ from ._request import canonical_request, request_hash
 from ._version import __version__
 from .fixture import MISS, Ceilings, Cursors, entry_line, iter_rejections, load_fixture
 from .replay.inspection import open_inspection_record
+from .vendors import make_vendor, vendor_names
 
 __all__ = [
     "EXIT_INVALID",
@@ -49,7 +50,7 @@ EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_MISS: Final = 3
 #: What ``--from`` accepts: the vendor request bodies ``read_request_arg`` can read.
-VENDORS: Final = ("openai", "anthropic")
+VENDORS: Final = vendor_names()
 
 PROG: Final = "replay-actor"
 _STDIN: Final = "-"
@@ -165,12 +166,8 @@ def read_request_arg(source: str, vendor: str | None = None) -> Any:
     data = _read_json(source, "request")
     if vendor is None:
         return data
-    if vendor == "openai":
-        from .vendors.openai import read_body
-    else:
-        from .vendors.anthropic import read_body
     try:
-        return read_body(data).request
+        return make_vendor(vendor).read_body(data).request
     except RequestError as exc:
         raise CLIError(f"{_label(source)}: {exc}") from None
 

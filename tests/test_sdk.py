@@ -32,10 +32,12 @@ from replay_actor import (
 )
 from replay_actor._interface import complete_each
 from replay_actor._request import canonical_request
+from replay_actor._response import read_response
 from replay_actor.authoring.sidecar import SidecarWriter
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
 from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors._common import response_id
 from tests.procs import actor_pids, wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
@@ -300,7 +302,7 @@ def test_ids_come_from_the_response_not_the_request(conversation: dict[str, Any]
         b = client.chat.completions.create(
             model="other", messages=[{"role": "user", "content": "hello"}], max_tokens=50
         )
-    assert a.id == b.id == vendor_openai.response_id(GREETING, "chatcmpl-")
+    assert a.id == b.id == response_id(read_response(GREETING), "chatcmpl-")
     assert b.model == "other"  # echoed, never hashed
 
 

@@ -32,7 +32,7 @@ exception's ``body``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -45,8 +45,8 @@ from .._errors import (
     RequestError,
     SequenceExhausted,
 )
-from ..vendors import anthropic as _anthropic
-from ..vendors import openai as _openai
+from .._response import Unexpressible, read_response
+from ..vendors import Vendor, make_vendor, vendor_names
 from ..vendors._common import VendorCall
 
 if TYPE_CHECKING:
@@ -54,8 +54,9 @@ if TYPE_CHECKING:
 
 __all__ = ["API_NAMES", "Answer", "Api", "AsyncServing", "Exchange", "Serving"]
 
-Api = Literal["openai", "anthropic"]
-API_NAMES: Final = ("openai", "anthropic")
+#: A registered vendor API name (``vendors.REGISTRY``).
+Api = str
+API_NAMES: Final = vendor_names()
 
 #: (status, headers, body)
 Answer = tuple[int, list[tuple[str, str]], bytes]
@@ -68,92 +69,88 @@ _decode: Final = msgspec.json.decode
 
 
 def _error(
-    api: str, status: int, kind: str, message: str, nearest: dict[str, Any] | None = None
+    vendor: Vendor, status: int, kind: str, message: str, nearest: dict[str, Any] | None = None
 ) -> Answer:
-    error: dict[str, Any]
-    if api == "anthropic":
-        error = {"type": kind, "message": message}
-        payload: dict[str, Any] = {"type": "error", "error": error}
-    else:
-        error = {"message": message, "type": kind, "param": None, "code": kind}
-        payload = {"error": error}
-    if nearest is not None:
-        error["nearest"] = nearest
-    return status, [_JSON, _NO_RETRY], _encode(payload)
+    return status, [_JSON, _NO_RETRY], _encode(vendor.error_body(kind, message, nearest))
 
 
-def _failure(api: str, exc: BaseException) -> Answer:
+def _failure(vendor: Vendor, exc: BaseException) -> Answer:
     if isinstance(exc, RequestError):
-        return _error(api, 400, "invalid_request", str(exc))
+        return _error(vendor, 400, "invalid_request", str(exc))
     if isinstance(exc, ReplayMiss):
         # The first line is the miss message; the explanation goes in its own field.
         message = str(exc).partition("\n")[0]
-        return _error(api, 404, "replay_miss", message, exc.nearest)
+        return _error(vendor, 404, "replay_miss", message, exc.nearest)
     if isinstance(exc, SequenceExhausted):
-        return _error(api, 404, "replay_exhausted", str(exc))
+        return _error(vendor, 404, "replay_exhausted", str(exc))
     if isinstance(exc, ProviderClosed | ActorLost):
-        return _error(api, 503, "replay_unavailable", str(exc))
+        return _error(vendor, 503, "replay_unavailable", str(exc))
     if isinstance(exc, LiveProviderError):
-        return _error(api, 502, "live_provider_error", str(exc))
-    if isinstance(exc, _anthropic.Unexpressible):
-        return _error(api, 500, "replay_unexpressible", str(exc))
+        return _error(vendor, 502, "live_provider_error", str(exc))
+    if isinstance(exc, Unexpressible):
+        return _error(vendor, 500, "replay_unexpressible", str(exc))
     if isinstance(exc, ReplayError):
-        return _error(api, 500, "replay_error", str(exc))
+        return _error(vendor, 500, "replay_error", str(exc))
     # A bug: say which, never what (the message could quote the request).
-    return _error(api, 500, "replay_internal_error", f"internal error ({type(exc).__name__})")
+    return _error(vendor, 500, "replay_internal_error", f"internal error ({type(exc).__name__})")
 
 
 class Exchange:
-    """One vendor API's routing and answers; shared by every transport class."""
+    """Routing and answers for the vendor APIs one serving provider speaks: one API
+    (``api="openai"``, an SDK's transport) or every registered one (``api=None``, the front
+    door), routed by the URL path. Shared by every transport class."""
 
-    __slots__ = ("_suffix", "_vendor", "api")
+    __slots__ = ("_vendors", "api")
 
-    def __init__(self, api: str) -> None:
-        if api == "openai":
-            self._vendor: Any = _openai
-            self._suffix = "/chat/completions"
-        elif api == "anthropic":
-            self._vendor = _anthropic
-            self._suffix = "/v1/messages"
-        else:
-            raise ValueError(f"api must be 'openai' or 'anthropic', not {api!r}")
+    def __init__(self, api: str | None) -> None:
+        names = vendor_names() if api is None else (api,)
+        # make_vendor raises ValueError naming the registered APIs for an unknown one.
+        self._vendors: tuple[Vendor, ...] = tuple(make_vendor(name) for name in names)
         self.api = api
 
-    def read(self, method: str, path: str, body: bytes) -> VendorCall | Answer:
-        """The call to make, or the answer when there is none to make."""
-        if method != "POST" or not path.rstrip("/").endswith(self._suffix):
-            where = f"{method} {path}"
-            return _error(
-                self.api,
-                404,
-                "not_found",
-                f"replay-actor answers only POST ...{self._suffix}, not {where}",
-            )
+    def _route(self, method: str, path: str) -> Vendor | Answer:
+        if method == "POST":
+            for vendor in self._vendors:
+                if any(route.search(path) for route in vendor.routes):
+                    return vendor
+        answers = " or ".join(
+            route.pattern.rstrip("$").removesuffix("/?")
+            for vendor in self._vendors
+            for route in vendor.routes
+        )
+        return _error(
+            self._vendors[0],
+            404,
+            "not_found",
+            f"replay-actor answers only POST {answers}, not {method} {path}",
+        )
+
+    def read(self, method: str, path: str, body: bytes) -> tuple[Vendor, VendorCall] | Answer:
+        """The vendor and the call to make, or the answer when there is none to make."""
+        vendor = self._route(method, path)
+        if isinstance(vendor, tuple):
+            return vendor
         try:
             data = _decode(body)
         except (msgspec.DecodeError, UnicodeDecodeError):
-            return _error(self.api, 400, "invalid_request", "the request body is not JSON")
+            return _error(vendor, 400, "invalid_request", "the request body is not JSON")
         try:
-            result: VendorCall = self._vendor.read_body(data)
+            call: VendorCall = vendor.read_body(data, path)
         except RequestError as exc:
-            return _failure(self.api, exc)
-        return result
+            return _failure(vendor, exc)
+        return vendor, call
 
-    def answer(self, call: VendorCall, response: dict[str, Any]) -> Answer:
+    def answer(self, vendor: Vendor, call: VendorCall, response: dict[str, Any]) -> Answer:
         try:
+            neutral = read_response(response)
             if not call.stream:
-                body = _encode(self._vendor.response_body(response, call.model))
-                return 200, [_JSON], body
-            if self.api == "openai":
-                events = _openai.stream_body(response, call.model, include_usage=call.include_usage)
-            else:
-                events = _anthropic.stream_body(response, call.model)
+                return 200, [_JSON], _encode(vendor.response_body(neutral, call))
+            return 200, [_SSE], vendor.stream_body(neutral, call)
         except Exception as exc:
-            return _failure(self.api, exc)
-        return 200, [_SSE], events
+            return _failure(vendor, exc)
 
-    def fail(self, exc: BaseException) -> Answer:
-        return _failure(self.api, exc)
+    def fail(self, vendor: Vendor, exc: BaseException) -> Answer:
+        return _failure(vendor, exc)
 
 
 class _Serving:
@@ -161,7 +158,7 @@ class _Serving:
     routing (``Exchange``), the provider, and whether closing releases it."""
 
     def __init__(
-        self, provider: Provider, api: Api = "openai", *, release_on_close: bool = True
+        self, provider: Provider, api: Api | None = "openai", *, release_on_close: bool = True
     ) -> None:
         self._exchange = Exchange(api)
         self._provider = provider
@@ -182,13 +179,14 @@ class Serving(_Serving):
 
     def serve(self, method: str, path: str, body: bytes) -> Answer:
         got = self._exchange.read(method, path, body)
-        if isinstance(got, tuple):
+        if len(got) == 3:
             return got
+        vendor, call = got
         try:
-            response: dict[str, Any] = self._provider.complete(got.request)
+            response: dict[str, Any] = self._provider.complete(call.request)
         except Exception as exc:
-            return self._exchange.fail(exc)
-        return self._exchange.answer(got, response)
+            return self._exchange.fail(vendor, exc)
+        return self._exchange.answer(vendor, call, response)
 
     def close(self) -> None:
         if self._release_on_close:
@@ -200,13 +198,14 @@ class AsyncServing(_Serving):
 
     async def serve(self, method: str, path: str, body: bytes) -> Answer:
         got = self._exchange.read(method, path, body)
-        if isinstance(got, tuple):
+        if len(got) == 3:
             return got
+        vendor, call = got
         try:
-            response: dict[str, Any] = await self._provider.acomplete(got.request)
+            response: dict[str, Any] = await self._provider.acomplete(call.request)
         except Exception as exc:
-            return self._exchange.fail(exc)
-        return self._exchange.answer(got, response)
+            return self._exchange.fail(vendor, exc)
+        return self._exchange.answer(vendor, call, response)
 
     async def aclose(self) -> None:
         if self._release_on_close:

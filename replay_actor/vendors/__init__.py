@@ -1,3 +1,92 @@
-"""Vendor wire shapes (OpenAI chat completions, Anthropic messages) and the neutral
-request/response of docs/request.md: the one place a vendor's shapes are read or
-written. See docs/sdk.md for the mapping table."""
+"""The vendor shapes: the one place a vendor's wire format is read or written, behind one
+contract (:class:`Vendor`) and one registry (docs/sdk.md, "The mapping").
+
+Each vendor API is a module of this package holding one class that satisfies
+:class:`Vendor`; :data:`REGISTRY` names it. The transports (``integrations/_serve.py``),
+the front door and the CLI's ``--from`` find vendors here and nowhere else, so a new
+vendor shape is a new module plus one registry line::
+
+    SDK body --read_body--> VendorCall(neutral request, how to answer)
+    provider.complete(request) --> response dict --read_response--> Response
+    Response --response_body | stream_body--> vendor JSON | vendor server-sent events
+    neutral request --to_body--> live body;  live answer --from_response--> response dict
+
+A ``Vendor`` object is made per serving provider (:func:`make_vendor`), so a shape that
+must remember what it served (the Responses API's ``previous_response_id``) keeps that
+memory per provider, in memory, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    from .._response import Response
+    from ._common import VendorCall
+
+__all__ = ["REGISTRY", "Vendor", "make_vendor", "vendor_names"]
+
+
+class Vendor(Protocol):
+    """One vendor API's mapping to and from the neutral request and response."""
+
+    #: The registry name (``openai``, ``anthropic``, ...): ``api=`` of the transports,
+    #: ``--from`` of the CLI.
+    name: str
+    #: ``POST`` paths this API answers, matched with ``search`` against the URL path.
+    routes: tuple[re.Pattern[str], ...]
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        """The neutral request and call options for a decoded request body (``path``, the
+        URL path it was posted to, may carry the model or the streaming choice).
+        Raises ``RequestError`` naming the field it cannot replay."""
+        ...
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        """The vendor's JSON answer for a neutral response."""
+        ...
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        """The same answer as the vendor's server-sent events, so its SDK's stream helper
+        rebuilds exactly :meth:`response_body`."""
+        ...
+
+    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
+        """The vendor's error envelope, which its SDK raises as its own exception."""
+        ...
+
+    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
+        """The live request body for a plain normalised neutral request."""
+        ...
+
+    def from_response(self, data: Any) -> dict[str, Any]:
+        """The neutral response dict for a live answer (``MalformedResponse`` if not the
+        vendor's shape)."""
+        ...
+
+
+#: name -> "module:class", imported on first use (a vendor's module is only loaded when
+#: it is asked for).
+REGISTRY: Final[dict[str, str]] = {
+    "openai": "replay_actor.vendors.openai:OpenAIChat",
+    "anthropic": "replay_actor.vendors.anthropic:AnthropicMessages",
+}
+
+
+def vendor_names() -> tuple[str, ...]:
+    """The registered vendor API names, in registry order."""
+    return tuple(REGISTRY)
+
+
+def make_vendor(name: str) -> Vendor:
+    """A fresh :class:`Vendor` for ``name``; ``ValueError`` naming the known ones."""
+    where = REGISTRY.get(name)
+    if where is None:
+        known = ", ".join(repr(n) for n in REGISTRY)
+        raise ValueError(f"api must be one of {known}, not {name!r}")
+    module, _, attr = where.partition(":")
+    factory: Any = getattr(importlib.import_module(module), attr)
+    made: Vendor = factory()
+    return made

@@ -14,6 +14,7 @@ and frameworks, so they live in one place:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -21,13 +22,16 @@ import msgspec
 
 from .._canonical import canonical_json
 from .._errors import RequestError
+from .._response import Response
 
 __all__ = [
     "MalformedResponse",
     "VendorCall",
     "canonical_arguments",
     "collapse_content",
+    "error_envelope",
     "refuse_unfaithful",
+    "response_id",
 ]
 
 _decode: Final = msgspec.json.decode
@@ -62,6 +66,24 @@ def collapse_content(content: Any) -> Any:
         ):
             return part["text"]
     return content
+
+
+def response_id(response: Response, prefix: str) -> str:
+    """``prefix`` + 24 hex characters of the sha256 of the response's canonical JSON.
+
+    Deterministic (a rerun sees the same ids) and derived from the response only: the
+    request hash never leaves the caller through an id.
+    """
+    return prefix + hashlib.sha256(canonical_json(msgspec.to_builtins(response))).hexdigest()[:24]
+
+
+def error_envelope(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
+    """OpenAI's error object (``{"error": {message, type, param, code}}``), which the
+    OpenAI-shaped APIs share; ``nearest`` (docs/authoring.md) rides beside the message."""
+    error: dict[str, Any] = {"message": message, "type": kind, "param": None, "code": kind}
+    if nearest is not None:
+        error["nearest"] = nearest
+    return {"error": error}
 
 
 class MalformedResponse(Exception):

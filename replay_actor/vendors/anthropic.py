@@ -19,23 +19,34 @@ becomes the first message, ``tool_use`` blocks become an assistant's ``tool_call
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
 from typing import Any, Final
 
 import msgspec
 
 from .._canonical import canonical_json
 from .._errors import RequestError
+from .._response import Response, Unexpressible
 from ._common import (
     MalformedResponse,
     VendorCall,
     canonical_arguments,
     collapse_content,
     refuse_unfaithful,
+    response_id,
 )
-from .openai import response_id
 
-__all__ = ["from_response", "read_body", "response_body", "stream_body", "to_body"]
+__all__ = [
+    "AnthropicMessages",
+    "Unexpressible",
+    "from_response",
+    "read_body",
+    "response_body",
+    "stream_body",
+    "to_body",
+]
+
+NAME: Final = "anthropic"
 
 # Keys of the body the mapping owns or drops: never copied into params.
 _OWNED: Final = frozenset(
@@ -225,9 +236,9 @@ def read_body(body: Any) -> VendorCall:
 # -- neutral response -> vendor response --------------------------------------------------
 
 
-def _usage(response: Mapping[str, Any]) -> dict[str, Any]:
-    usage = response.get("usage")
-    if type(usage) is not dict:
+def _usage(response: Response) -> dict[str, Any]:
+    usage = response.usage
+    if usage is None:
         return {"input_tokens": 0, "output_tokens": 0}
     return {
         "input_tokens": usage.get("input_tokens", usage.get("prompt_tokens", 0)),
@@ -235,14 +246,9 @@ def _usage(response: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class Unexpressible(Exception):
-    """The stored response cannot be said in Anthropic's shape (tool arguments that are
-    not a JSON object); the transport answers it as a closed failure."""
-
-
-def _input(arguments: Any) -> dict[str, Any]:
+def _input(arguments: str) -> dict[str, Any]:
     try:
-        value = msgspec.json.decode(arguments) if type(arguments) is str else None
+        value = msgspec.json.decode(arguments)
     except msgspec.DecodeError:
         value = None
     if type(value) is not dict:
@@ -250,31 +256,32 @@ def _input(arguments: Any) -> dict[str, Any]:
     return value
 
 
-def _content(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _content(response: Response) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    text = response.get("content")
+    if response.reasoning is not None and response.reasoning.vendor == NAME:
+        # The model's own thinking blocks, signatures included, as it sent them.
+        blocks.extend(dict(item) for item in response.reasoning.items)
+    # A refusal's text is the message's text (the vendor says "refusal" in stop_reason).
+    text = response.refusal if response.refusal is not None else response.content
     if text:
         blocks.append({"type": "text", "text": text})
-    for call in response.get("tool_calls") or []:
+    for call in response.tool_calls:
         blocks.append(
-            {
-                "type": "tool_use",
-                "id": call.get("id", ""),
-                "name": call.get("name", ""),
-                "input": _input(call.get("arguments")),
-            }
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
         )
     return blocks
 
 
-def _stop_reason(response: Mapping[str, Any], has_calls: bool) -> str:
-    finish = response.get("finish_reason")
-    if type(finish) is not str:
+def _stop_reason(response: Response, has_calls: bool) -> str:
+    finish = response.finish_reason
+    if response.refusal is not None:
+        return "refusal"
+    if finish is None:
         return "tool_use" if has_calls else "end_turn"
     return _STOP_TO_VENDOR.get(finish, finish)
 
 
-def response_body(response: Mapping[str, Any], model: str) -> dict[str, Any]:
+def response_body(response: Response, model: str) -> dict[str, Any]:
     """The ``message`` object answering with the stored neutral response."""
     content = _content(response)
     return {
@@ -283,7 +290,7 @@ def response_body(response: Mapping[str, Any], model: str) -> dict[str, Any]:
         "role": "assistant",
         "model": model,
         "content": content,
-        "stop_reason": _stop_reason(response, any(b["type"] == "tool_use" for b in content)),
+        "stop_reason": _stop_reason(response, any(b.get("type") == "tool_use" for b in content)),
         "stop_sequence": None,
         "usage": _usage(response),
     }
@@ -293,7 +300,25 @@ def _event(name: bytes, payload: dict[str, Any]) -> bytes:
     return b"event: " + name + b"\ndata: " + _encode(payload) + b"\n\n"
 
 
-def stream_body(response: Mapping[str, Any], model: str) -> bytes:
+def _block_events(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A content block's opening and the deltas that complete it, as the SDK's
+    ``messages.stream`` accumulates them."""
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "text", "text": ""}, [{"type": "text_delta", "text": block["text"]}]
+    if kind == "tool_use":
+        partial = _encode(block["input"]).decode()
+        return {**block, "input": {}}, [{"type": "input_json_delta", "partial_json": partial}]
+    if kind == "thinking":
+        deltas = [{"type": "thinking_delta", "thinking": block.get("thinking", "")}]
+        if "signature" in block:
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        return {**block, "thinking": "", "signature": ""}, deltas
+    # redacted_thinking and any other opaque block arrive whole.
+    return block, []
+
+
+def stream_body(response: Response, model: str) -> bytes:
     """The same answer as Anthropic's server-sent events, ``message_start`` to
     ``message_stop``, so ``messages.stream`` rebuilds exactly ``response_body``."""
     message = response_body(response, model)
@@ -301,24 +326,20 @@ def stream_body(response: Mapping[str, Any], model: str) -> bytes:
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
     parts = [_event(b"message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(message["content"]):
-        if block["type"] == "text":
-            opening: dict[str, Any] = {"type": "text", "text": ""}
-            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
-        else:
-            opening = {**block, "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": _encode(block["input"]).decode()}
+        opening, deltas = _block_events(block)
         parts.append(
             _event(
                 b"content_block_start",
                 {"type": "content_block_start", "index": index, "content_block": opening},
             )
         )
-        parts.append(
-            _event(
-                b"content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
+        for delta in deltas:
+            parts.append(
+                _event(
+                    b"content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
             )
-        )
         parts.append(_event(b"content_block_stop", {"type": "content_block_stop", "index": index}))
     parts.append(
         _event(
@@ -489,3 +510,31 @@ def from_response(data: Any) -> dict[str, Any]:
         "finish_reason": _STOP_FROM_VENDOR.get(stop, stop) if isinstance(stop, str) else None,
         "usage": neutral_usage,
     }
+
+
+class AnthropicMessages:
+    """The :class:`~replay_actor.vendors.Vendor` for Anthropic messages."""
+
+    name: Final = NAME
+    routes: Final = (re.compile(r"/v1/messages/?$"),)
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return response_body(response, call.model)
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return stream_body(response, call.model)
+
+    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
+        error: dict[str, Any] = {"type": kind, "message": message}
+        if nearest is not None:
+            error["nearest"] = nearest
+        return {"type": "error", "error": error}
+
+    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
+        return to_body(request, model)
+
+    def from_response(self, data: Any) -> dict[str, Any]:
+        return from_response(data)

@@ -17,27 +17,28 @@ the caller asked for.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping
+import re
 from typing import Any, Final
 
 import msgspec
 
-from .._canonical import canonical_json
 from .._errors import RequestError
+from .._response import Response
 from ._common import (
     MalformedResponse,
     VendorCall,
     canonical_arguments,
     collapse_content,
+    error_envelope,
     refuse_unfaithful,
+    response_id,
 )
 
 __all__ = [
+    "OpenAIChat",
     "from_response",
     "read_body",
     "response_body",
-    "response_id",
     "stream_body",
     "to_body",
 ]
@@ -82,6 +83,12 @@ def _message(message: Any, i: int) -> dict[str, Any]:
     for key in _ECHOED:
         if key in out and out[key] in (None, []):
             del out[key]
+    refusal = out.get("refusal")
+    if role == "assistant" and type(refusal) is str and out.get("content") is None:
+        # A refusal sent back is what the model said: it hashes as that text, the same
+        # conversation whichever vendor shape carries it (docs/sdk.md, "Refusals").
+        del out["refusal"]
+        out["content"] = refusal
     calls = out.get("tool_calls")
     if calls is not None:
         if type(calls) is not list:
@@ -188,18 +195,9 @@ def read_body(body: Any) -> VendorCall:
 # -- neutral response -> vendor response --------------------------------------------------
 
 
-def response_id(response: Mapping[str, Any], prefix: str) -> str:
-    """``prefix`` + 24 hex characters of the sha256 of the response's canonical JSON.
-
-    Deterministic (a rerun sees the same ids) and derived from the response only: the
-    request hash never leaves the caller through an id.
-    """
-    return prefix + hashlib.sha256(canonical_json(response)).hexdigest()[:24]
-
-
-def _usage(response: Mapping[str, Any]) -> dict[str, Any]:
-    usage = response.get("usage")
-    if type(usage) is not dict:
+def _usage(response: Response) -> dict[str, Any]:
+    usage = response.usage
+    if usage is None:
         return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     if "prompt_tokens" in usage or "completion_tokens" in usage:
         out = dict(usage)
@@ -217,44 +215,39 @@ def _usage(response: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _calls(response: Mapping[str, Any]) -> list[dict[str, Any]]:
-    calls = response.get("tool_calls") or []
+def _calls(response: Response) -> list[dict[str, Any]]:
     return [
         {
-            "id": call.get("id", ""),
+            "id": call.id,
             "type": "function",
-            "function": {"name": call.get("name", ""), "arguments": call.get("arguments", "")},
+            "function": {"name": call.name, "arguments": call.arguments},
         }
-        for call in calls
+        for call in response.tool_calls
     ]
 
 
-def _finish(response: Mapping[str, Any], has_calls: bool) -> str:
-    finish = response.get("finish_reason")
-    if type(finish) is str:
-        return finish
+def _finish(response: Response, has_calls: bool) -> str:
+    if response.finish_reason is not None:
+        return response.finish_reason
     return "tool_calls" if has_calls else "stop"
 
 
-def _created(response: Mapping[str, Any]) -> int:
-    created = response.get("created")
-    return created if type(created) is int else 0
+def _message_body(response: Response) -> dict[str, Any]:
+    # A refusal is the message's ``refusal`` with no content, as the vendor sends it.
+    content = None if response.refusal is not None else response.content
+    return {"role": "assistant", "content": content, "refusal": response.refusal}
 
 
-def response_body(response: Mapping[str, Any], model: str) -> dict[str, Any]:
+def response_body(response: Response, model: str) -> dict[str, Any]:
     """The ``chat.completion`` object answering with the stored neutral response."""
     calls = _calls(response)
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": response.get("content"),
-        "refusal": None,
-    }
+    message = _message_body(response)
     if calls:
         message["tool_calls"] = calls
     return {
         "id": response_id(response, "chatcmpl-"),
         "object": "chat.completion",
-        "created": _created(response),
+        "created": response.created,
         "model": model,
         "choices": [
             {
@@ -268,13 +261,13 @@ def response_body(response: Mapping[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-def stream_body(response: Mapping[str, Any], model: str, *, include_usage: bool) -> bytes:
+def stream_body(response: Response, model: str, *, include_usage: bool) -> bytes:
     """The same answer as ``chat.completion.chunk`` server-sent events, ending in
     ``data: [DONE]``; a final usage chunk when the caller asked for one."""
     head = {
         "id": response_id(response, "chatcmpl-"),
         "object": "chat.completion.chunk",
-        "created": _created(response),
+        "created": response.created,
         "model": model,
     }
     if include_usage:
@@ -287,10 +280,10 @@ def stream_body(response: Mapping[str, Any], model: str, *, include_usage: bool)
         }
         return b"data: " + _encode(payload) + b"\n\n"
 
-    content = response.get("content")
     first: dict[str, Any] = {"role": "assistant"}
-    if content is not None:
-        first["content"] = content
+    for key, value in _message_body(response).items():
+        if value is not None and key != "role":
+            first[key] = value
     parts = [chunk(first)]
     calls = _calls(response)
     for index, call in enumerate(calls):
@@ -420,3 +413,28 @@ def from_response(data: Any) -> dict[str, Any]:
         "finish_reason": finish if isinstance(finish, str) else None,
         "usage": usage if isinstance(usage, dict) else None,
     }
+
+
+class OpenAIChat:
+    """The :class:`~replay_actor.vendors.Vendor` for OpenAI chat completions."""
+
+    name: Final = "openai"
+    routes: Final = (re.compile(r"/chat/completions/?$"),)
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return response_body(response, call.model)
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return stream_body(response, call.model, include_usage=call.include_usage)
+
+    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
+        return error_envelope(kind, message, nearest)
+
+    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
+        return to_body(request, model)
+
+    def from_response(self, data: Any) -> dict[str, Any]:
+        return from_response(data)

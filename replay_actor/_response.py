@@ -1,0 +1,86 @@
+"""The provider-neutral response (docs/request.md, "The neutral response"): one typed
+reading of the response dicts that providers return, for every place that turns a
+response into something else (the vendor shapes, Inspect, pydantic-ai).
+
+A provider answers with a plain dict, because fixtures are written by hand and may carry
+keys of their own; :func:`read_response` reads the keys this project gives a meaning to
+and ignores the rest, with one tolerance for missing keys everywhere:
+
+=================  ============================  =========================================
+key                type                          absent means
+=================  ============================  =========================================
+``content``        string or null                no text
+``tool_calls``     ``[{id, name, arguments}]``   no calls (a missing ``id``/``name``/
+                                                 ``arguments`` reads as ``""``)
+``finish_reason``  string or null                decided by the vendor shape
+``usage``          object or null                zeros
+``created``        integer                       0
+``refusal``        string or null                the model did not refuse
+``reasoning``      ``{vendor, items: [object]}`` no reasoning (replayed only to ``vendor``)
+=================  ============================  =========================================
+
+A value of the wrong type (``"content": 3``) cannot be said faithfully in any vendor's
+shape: it raises :class:`Unexpressible`, which the transports answer as a closed failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+import msgspec
+
+__all__ = ["Reasoning", "Response", "ResponseCall", "Unexpressible", "read_response"]
+
+
+class Unexpressible(Exception):
+    """A stored response cannot be said in the asked vendor's shape (a value of the wrong
+    type, tool arguments that are not a JSON object where the vendor needs one); the
+    transports answer it as a closed failure, never a guess."""
+
+
+class ResponseCall(msgspec.Struct, omit_defaults=True):
+    """One tool call the model made; ``arguments`` is JSON text."""
+
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+class Reasoning(msgspec.Struct):
+    """The model's reasoning as its vendor sent it (OpenAI reasoning items, Anthropic
+    ``thinking``/``redacted_thinking`` blocks): opaque, replayed verbatim to ``vendor``
+    only, and never hashed when a later request sends it back."""
+
+    vendor: str
+    items: list[dict[str, Any]]
+
+
+class Response(msgspec.Struct, omit_defaults=True):
+    """The neutral response. See the module docstring for each field."""
+
+    content: str | None = None
+    tool_calls: list[ResponseCall] = msgspec.field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    created: int = 0
+    refusal: str | None = None
+    reasoning: Reasoning | None = None
+
+
+_convert: Final = msgspec.convert
+
+
+def read_response(response: Mapping[str, Any]) -> Response:
+    """The typed reading of a provider's response dict; unknown keys are ignored.
+
+    Raises :class:`Unexpressible` naming the JSON path of a value of the wrong type (a
+    path into the response, never a value from it).
+    """
+    try:
+        return _convert(response, Response)
+    except msgspec.ValidationError as exc:
+        where = str(exc).rpartition(" - at ")[2] if " - at " in str(exc) else "$"
+        raise Unexpressible(
+            f"the stored response has a value of the wrong type at {where}"
+        ) from None
