@@ -209,9 +209,7 @@ def test_every_known_violation_still_exists() -> None:
 def test_the_layer_check_sees_lazy_and_facade_imports() -> None:
     # The check itself can fail: a function-level import of the CLI, and a name of the
     # manifest taken through the facade, from the fixture package are upward edges.
-    tree = ast.parse(
-        "def f():\n    from ..cli import main\n    from .. import open_provider\n"
-    )
+    tree = ast.parse("def f():\n    from ..cli import main\n    from .. import open_provider\n")
     graph = {"replay_actor.fixture._probe": _layer_imports(tree, "replay_actor.fixture")}
     assert upward_imports(graph) == [
         "replay_actor.fixture._probe (files on disk) -> replay_actor.cli (command line)",

@@ -294,12 +294,15 @@ def _skip_rest_of_line(handle: IO[bytes]) -> int:
 
 
 def read_sidecar(
-    path: str | os.PathLike[str], *, max_bytes: int | None = None
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int | None = None,
+    max_line: int = MAX_LINE_BYTES,
 ) -> Iterator[tuple[str, Any]]:
     """(hash, split request) for each line of a sidecar, the first line of a hash only.
 
     Streams: the memory held is one line and the set of hashes seen. Skipped: a torn last
-    line (no newline: a writer crashed mid-append), a line over ``MAX_LINE_BYTES``, and a
+    line (no newline: a writer crashed mid-append), a line over ``max_line``, and a
     line nested too deeply to decode. With ``max_bytes``, stops before the line that
     would take the bytes read past it. Raises ``ReplayError`` naming the path and line
     for a line that is not a sidecar line or a path that is not a regular file,
@@ -316,7 +319,7 @@ def read_sidecar(
         seen: set[str] = set()
         consumed = 0
         number = 0
-        limit = MAX_LINE_BYTES + 1  # the line and its newline
+        limit = max_line + 1  # the line and its newline
         while line := handle.readline(limit):
             number += 1
             over_long = len(line) == limit and not line.endswith(b"\n")
