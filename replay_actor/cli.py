@@ -786,7 +786,18 @@ def _cmd_add(args: argparse.Namespace) -> int:
             f"a sequence of {added.responses} responses"
         ]
     if canonical is not None:
-        lines.append(_remember(args.fixture, args.request_hash, canonical))
+        try:
+            lines.append(_remember(args.fixture, args.request_hash, canonical))
+        except (ReplayError, OSError) as exc:
+            # Checked above, so only a change meanwhile gets here. The fixture is already
+            # changed: failing now would make a rerun add the response twice.
+            message = getattr(exc, "strerror", None) or str(exc)
+            print(
+                f"{PROG}: warning: the response was added, but not the request to the "
+                f"sidecar: {message}",
+                file=sys.stderr,
+                flush=True,
+            )
     _write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
     return EXIT_OK
 
