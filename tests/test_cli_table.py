@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from replay_actor.cli import COMMANDS, build_parser, main
+from replay_actor.cli import COMMANDS, Arg, OneOf, build_parser, main
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -30,12 +30,10 @@ def test_the_subcommands_are_the_records_in_order() -> None:
 def test_each_record_s_arguments_are_its_parser_s(capsys: pytest.CaptureFixture[str]) -> None:
     subparsers = _subparsers(build_parser())
     for command in COMMANDS:
-        declared = {
-            name
-            for argument in command.arguments
-            for member in getattr(argument, "args", (argument,))
-            for name in member.names
-        }
+        members: list[Arg] = []
+        for argument in command.arguments:
+            members.extend(argument.args if isinstance(argument, OneOf) else (argument,))
+        declared = {name for member in members for name in member.names}
         parsed = {
             name
             for action in subparsers[command.name]._actions
