@@ -60,6 +60,26 @@ def _order(row: Row) -> tuple[bool, int, str]:
     return (row.id[0] != "P", int(number.group(1)) if number else 0, row.id)
 
 
+def _clean_up() -> list[str]:
+    """End what the run left behind; an error line for each process left running."""
+    errors = []
+    # Every provider was released, so every actor has exited (release waits for it);
+    # give a late one a moment, then end the run's zygote, which the library keeps
+    # for the life of this process.
+    deadline = time.monotonic() + 2.0
+    while actors_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for actor in actors_alive():
+        errors.append(f"an actor was left running: pid {actor.pid}")
+        actor.kill()  # our descendant (the zygote's child), stopped by its PID
+    stop_zygote()
+    for child in _leftover_children():
+        errors.append(f"a child process was left running: pid {child.pid}")
+        child.kill()  # ours (a child of this process), stopped by its PID
+        child.wait(5)
+    return errors
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
@@ -116,21 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     # By number (P12 after P9), then by suffix (P4a before P4b); E rows after P rows.
     rows.sort(key=_order)
     duration = time.perf_counter() - started
-    # Every provider was released, so every actor has exited (release waits for it);
-    # give a late one a moment, then end the run's zygote, which the library keeps
-    # for the life of this process.
-    deadline = time.monotonic() + 2.0
-    while actors_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for actor in actors_alive():
-        errors.append(f"an actor was left running: pid {actor.pid}")
-        actor.kill()  # our descendant (the zygote's child), stopped by its PID
-    stop_zygote()
-    leftovers = _leftover_children()
-    for child in leftovers:
-        errors.append(f"a child process was left running: pid {child.pid}")
-        child.kill()  # ours (a child of this process), stopped by its PID
-        child.wait(5)
+    errors.extend(_clean_up())
 
     print()
     print(report.console_table(rows))

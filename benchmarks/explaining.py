@@ -20,8 +20,8 @@ from pathlib import Path
 
 import msgspec
 
-from replay_actor.authoring.explain import find_nearest
-from replay_actor.authoring.sidecar import sidecar_line
+from replay_actor.authoring.nearest import find_nearest
+from replay_actor.files.sidecar import sidecar_line
 
 from .timing import Config, Row, Stats, interleave
 from .workload import cache_dir, realistic_request

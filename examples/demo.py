@@ -227,6 +227,33 @@ def wait_for_no_actor(supervisor: Supervisor, within: float) -> int:
     return live
 
 
+def end_runs(
+    supervisor: Supervisor,
+    runs: dict[str, BaseProcess],
+    channels: dict[str, Connection],
+    handles: list[ReplayProvider],
+) -> int:
+    """Tell each run to finish, wait for it, release every handle; the live actors left."""
+    for channel in channels.values():
+        try:
+            channel.send("done")
+        except OSError:
+            pass  # that run is already gone
+    for run in runs.values():
+        run.join(TIMEOUT)
+        if run.is_alive():
+            run.kill()  # our own child, by its handle
+            run.join()
+    left = wait_for_no_actor(supervisor, within=3.0)
+    # Supervisor.active() stops listing an acquisition whose actor has exited, and
+    # shutdown() only releases listed ones: release ours explicitly (idempotent).
+    for handle in handles:
+        handle.release()
+    for channel in channels.values():
+        channel.close()
+    return left
+
+
 def main() -> int:
     if sys.argv[1:] == ["--write-fixture"]:
         FIXTURE.write_bytes(render_fixture(load_workflow()))
@@ -273,23 +300,7 @@ def main() -> int:
             status = 0 if identical else 1
         finally:
             # Clean up before printing anything, so a closed stdout cannot skip it.
-            for channel in channels.values():
-                try:
-                    channel.send("done")
-                except OSError:
-                    pass  # that run is already gone
-            for run in runs.values():
-                run.join(TIMEOUT)
-                if run.is_alive():
-                    run.kill()  # our own child, by its handle
-                    run.join()
-            left = wait_for_no_actor(supervisor, within=3.0)
-            # Supervisor.active() stops listing an acquisition whose actor has exited, and
-            # shutdown() only releases listed ones: release ours explicitly (idempotent).
-            for handle in handles:
-                handle.release()
-            for channel in channels.values():
-                channel.close()
+            left = end_runs(supervisor, runs, channels, handles)
     # Supervisor.__exit__ called shutdown(): every acquisition is released and reaped.
     heading("Cleanup")
     for variant, run in runs.items():

@@ -358,34 +358,46 @@ def _diagnose(value: Any, where: str) -> str:
             continue  # already canonical: checked when it was made
         if isinstance(item, msgspec.Struct):
             fields = msgspec.structs.asdict(item)
-            for name in reversed(list(fields)):
-                stack.append((fields[name], f"{path}.{name}", depth + 1))
-        elif isinstance(item, bool) or item is None:
-            continue
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"string with a lone surrogate at {path}"
-        elif isinstance(item, int):
-            if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
-                return f"integer outside +-(2**53 - 1) at {path}"
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                return f"non-finite number at {path}"
+            stack.extend((fields[n], f"{path}.{n}", depth + 1) for n in reversed(list(fields)))
         elif isinstance(item, dict):
-            for key in item:
-                if not isinstance(key, str):
-                    return f"object key of type {type(key).__name__} at {path}"
-                try:
-                    key.encode("utf-8")
-                except UnicodeEncodeError:
-                    return f"object key with a lone surrogate at {path}"
-            for key in reversed(list(item)):
-                stack.append((item[key], f"{path}.{key}", depth + 1))
+            problem = _key_problem(item, path)
+            if problem is not None:
+                return problem
+            stack.extend((item[k], f"{path}.{k}", depth + 1) for k in reversed(list(item)))
         elif isinstance(item, list | tuple):
-            for index in range(len(item) - 1, -1, -1):
-                stack.append((item[index], f"{path}[{index}]", depth + 1))
+            stack.extend((item[i], f"{path}[{i}]", depth + 1) for i in range(len(item) - 1, -1, -1))
         else:
-            return f"value of type {type(item).__name__} is not JSON at {path}"
+            problem = _scalar_problem(item, path)
+            if problem is not None:
+                return problem
     return f"value is not JSON at {where}"  # pragma: no cover - prepare found a problem
+
+
+def _key_problem(item: dict[Any, Any], path: str) -> str | None:
+    for key in item:
+        if not isinstance(key, str):
+            return f"object key of type {type(key).__name__} at {path}"
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"object key with a lone surrogate at {path}"
+    return None
+
+
+def _scalar_problem(item: Any, path: str) -> str | None:
+    """What is wrong with a value that is not a container, or None."""
+    if isinstance(item, bool) or item is None:
+        return None
+    if isinstance(item, str):
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"string with a lone surrogate at {path}"
+        return None
+    if isinstance(item, int):
+        if not -MAX_SAFE_INTEGER <= item <= MAX_SAFE_INTEGER:
+            return f"integer outside +-(2**53 - 1) at {path}"
+        return None
+    if isinstance(item, float):
+        return None if math.isfinite(item) else f"non-finite number at {path}"
+    return f"value of type {type(item).__name__} is not JSON at {path}"

@@ -22,7 +22,8 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -31,16 +32,22 @@ from ._canonical import canonical_json
 from ._errors import FixtureError, ReplayError, ReplayMiss, RequestError
 from ._request import canonical_request, request_hash
 from ._version import __version__
+from .files.sidecar import SidecarWriter, sidecar_path
 from .fixture import MISS, Ceilings, Cursors, entry_line, iter_rejections, load_fixture
 from .replay.inspection import open_inspection_record
 from .vendors import make_vendor, vendor_names
 
 __all__ = [
+    "COMMANDS",
     "EXIT_INVALID",
     "EXIT_MISS",
     "EXIT_OK",
     "EXIT_USAGE",
     "VENDORS",
+    "Arg",
+    "Command",
+    "OneOf",
+    "build_parser",
     "main",
     "read_request_arg",
 ]
@@ -172,20 +179,47 @@ def read_request_arg(source: str, vendor: str | None = None) -> Any:
         raise CLIError(f"{_label(source)}: {exc}") from None
 
 
-def _add_from_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--from",
-        dest="vendor",
-        choices=VENDORS,
-        default=None,
-        help=(
-            "the request file is this vendor's request body (chat completions or "
-            "messages), read as the SDK transports read it"
-        ),
-    )
+# -- the command table -------------------------------------------------------------------
+#
+# Each subcommand is one ``Command`` record, written next to its handler: its name, help,
+# description and epilog, its arguments (``Arg``, or ``OneOf`` for a mutually exclusive
+# group) and the handler. ``build_parser`` loops over ``COMMANDS``; nothing else knows
+# the list of commands.
 
 
-# -- argument types ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Arg:
+    """One ``add_argument`` call: its names and keyword options."""
+
+    names: tuple[str, ...]
+    options: Mapping[str, Any]
+
+
+def _arg(*names: str, **options: Any) -> Arg:
+    return Arg(names, options)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A mutually exclusive group of arguments."""
+
+    args: tuple[Arg, ...]
+    required: bool = True
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: what ``--help`` says about it, its arguments, its handler."""
+
+    name: str
+    help: str
+    description: str
+    epilog: str
+    arguments: tuple[Arg | OneOf, ...]
+    handler: Callable[[argparse.Namespace], int]
+
+
+# -- arguments shared by several commands ------------------------------------------------
 
 
 def _hash_arg(value: str) -> str:
@@ -232,7 +266,84 @@ def _load(path: str, ceilings: Ceilings | None) -> Any:
     raise CLIError(message)
 
 
-# -- commands ----------------------------------------------------------------------------
+_CEILING: Final = _arg(
+    "--ceiling",
+    metavar="NAME=N",
+    type=_ceiling_arg,
+    action="append",
+    help=(
+        "override one load ceiling, e.g. max_entries=10000 (repeatable); "
+        f"names: {', '.join(_CEILING_NAMES)}"
+    ),
+)
+_FROM: Final = _arg(
+    "--from",
+    dest="vendor",
+    choices=VENDORS,
+    default=None,
+    help=(
+        "the request file is this vendor's request body (chat completions or "
+        "messages), read as the SDK transports read it"
+    ),
+)
+_FIXTURE: Final = _arg("fixture", metavar="FIXTURE", help="fixture file")
+_REQUEST_OR_STDIN: Final = _arg(
+    "request",
+    nargs="?",
+    default=_STDIN,
+    metavar="REQUEST.json",
+    help="the request file, or - for stdin (the default)",
+)
+
+
+def _body(verb: str) -> OneOf:
+    """``--content TEXT`` or ``--response FILE`` (stub, add)."""
+    return OneOf(
+        (
+            _arg("--content", metavar="TEXT", help=f'{verb} {{"content": TEXT}}'),
+            _arg("--response", metavar="FILE", help=f"{verb} this JSON object (- for stdin)"),
+        )
+    )
+
+
+def _hash_of(request: Any, label: str) -> str:
+    try:
+        return request_hash(request)
+    except RequestError as exc:
+        raise CLIError(f"{label}: {exc}") from None
+
+
+def _response_arg(args: argparse.Namespace) -> dict[str, Any]:
+    """The response of ``--content`` or ``--response`` (stub, add)."""
+    if args.response is None:
+        return {"content": args.content}
+    response = _read_json(args.response, "response")
+    if type(response) is not dict:
+        raise CLIError(f"{_label(args.response)}: the response must be a JSON object")
+    return response
+
+
+# -- validate ----------------------------------------------------------------------------
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _validation_text(files: list[dict[str, Any]]) -> str:
+    lines: list[str] = []
+    for entry in files:
+        for rejection in entry["rejections"]:
+            line = rejection["line"]
+            where = "" if line is None else f"{line}:"
+            lines.append(f"{entry['fixture']}:{where} {rejection['reason']}")
+    rejected = sum(1 for entry in files if not entry["valid"])
+    count = sum(len(entry["rejections"]) for entry in files)
+    lines.append(
+        f"{_plural(len(files), 'file')} checked: {len(files) - rejected} valid, "
+        f"{rejected} rejected ({_plural(count, 'rejection')})"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -251,24 +362,39 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"valid": all_valid, "files": files})
     else:
-        lines: list[str] = []
-        for entry in files:
-            for rejection in entry["rejections"]:
-                line = rejection["line"]
-                where = "" if line is None else f"{line}:"
-                lines.append(f"{entry['fixture']}:{where} {rejection['reason']}")
-        rejected = sum(1 for entry in files if not entry["valid"])
-        count = sum(len(entry["rejections"]) for entry in files)
-        lines.append(
-            f"{_plural(len(files), 'file')} checked: {len(files) - rejected} valid, "
-            f"{rejected} rejected ({_plural(count, 'rejection')})"
-        )
-        _write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+        _write(_validation_text(files).encode("utf-8", "surrogateescape"))
     return EXIT_OK if all_valid else EXIT_INVALID
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+VALIDATE: Final = Command(
+    name="validate",
+    help="check fixture files and list every rejection",
+    description=(
+        "Check every line of each fixture and print each rejection as\n"
+        "FIXTURE:LINE: REASON (FIXTURE: REASON for a rule about the whole file),\n"
+        "then a summary. Only reason codes and line numbers are printed, never a\n"
+        "line's content."
+    ),
+    epilog=(
+        "example:\n"
+        "  replay-actor validate fixtures/*.jsonl\n"
+        "  replay-actor validate --json fixtures/baseline.jsonl\n\n"
+        "exit: 0 every file valid, 1 any file rejected"
+    ),
+    arguments=(
+        _arg("fixtures", nargs="+", metavar="FIXTURE", help="fixture file(s)"),
+        _arg(
+            "--json",
+            action="store_true",
+            help='print {"valid", "files": [{"fixture", "valid", "rejections"}]} instead',
+        ),
+        _CEILING,
+    ),
+    handler=_cmd_validate,
+)
+
+
+# -- hash --------------------------------------------------------------------------------
 
 
 def _cmd_hash(args: argparse.Namespace) -> int:
@@ -287,19 +413,72 @@ def _cmd_hash(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+HASH: Final = Command(
+    name="hash",
+    help="print a request's hash",
+    description=(
+        "Validate and normalise a provider-neutral request (a JSON object with\n"
+        "'messages', optional 'tools', 'tool_choice', 'response_format', 'params')\n"
+        "and print its request_hash, the key of its fixture entry."
+    ),
+    epilog=(
+        "example:\n"
+        "  replay-actor hash request.json\n"
+        '  echo \'{"messages":[{"role":"user","content":"hi"}]}\' | '
+        "replay-actor hash\n"
+        "  replay-actor hash --canonical request.json | sha256sum\n"
+        "  replay-actor hash --from openai body-from-a-log.json\n\n"
+        "exit: 0 printed, 1 invalid request or unreadable input"
+    ),
+    arguments=(
+        _REQUEST_OR_STDIN,
+        _arg(
+            "--canonical",
+            action="store_true",
+            help=(
+                "print the canonical RFC 8785 bytes that are hashed instead (no trailing "
+                "newline unless stdout is a terminal)"
+            ),
+        ),
+        _FROM,
+    ),
+    handler=_cmd_hash,
+)
+
+
+# -- inspect -----------------------------------------------------------------------------
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     fixture = _load(args.fixture, _ceilings(args.ceiling))
     _print_json(fixture.snapshot())
     return EXIT_OK
 
 
+INSPECT: Final = Command(
+    name="inspect",
+    help="print a fixture's safe snapshot",
+    description=(
+        "Load a fixture and print its safe snapshot as JSON: the fixture-set hash,\n"
+        "entry and response counts and the ceilings. No response content, no\n"
+        "request hash, no path."
+    ),
+    epilog=(
+        "example:\n  replay-actor inspect fixtures/baseline.jsonl\n\n"
+        "exit: 0 printed, 1 fixture rejected"
+    ),
+    arguments=(_FIXTURE, _CEILING),
+    handler=_cmd_inspect,
+)
+
+
+# -- lookup ------------------------------------------------------------------------------
+
+
 def _cmd_lookup(args: argparse.Namespace) -> int:
     ceilings = _ceilings(args.ceiling)
     request = read_request_arg(args.request, args.vendor)
-    try:
-        digest = request_hash(request)
-    except RequestError as exc:
-        raise CLIError(f"{_label(args.request)}: {exc}") from None
+    digest = _hash_of(request, _label(args.request))
     fixture = _load(args.fixture, ceilings)
     # Opened before the answer is known, so a bad record path fails every time, not only
     # on the miss it was meant to catch.
@@ -325,28 +504,97 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_stub(args: argparse.Namespace) -> int:
+LOOKUP: Final = Command(
+    name="lookup",
+    help="print the response a fixture holds for a request",
+    description=(
+        "Answer one request from a fixture, as a fresh acquisition's first call\n"
+        "would: a single entry's response, or the FIRST element of a 'responses'\n"
+        "sequence (every CLI call is a new acquisition, so no cursor carries over).\n"
+        "On a miss the exact miss message, with the hash to add, goes to stderr."
+    ),
+    epilog=(
+        "example:\n"
+        "  replay-actor lookup fixtures/baseline.jsonl request.json\n"
+        "  replay-actor lookup --private --inspection misses.jsonl fx.jsonl - < req.json"
+        "\n\nexit: 0 hit, 3 miss, 1 fixture rejected or invalid request"
+    ),
+    arguments=(
+        _FIXTURE,
+        _REQUEST_OR_STDIN,
+        _arg(
+            "--private",
+            action="store_true",
+            help="private data: print no request hash (record it with --inspection instead)",
+        ),
+        _arg(
+            "--inspection",
+            metavar="PATH",
+            help=(
+                "append a miss as a JSON line {event, request_hash, call} to this owner-only "
+                "file (created 0600, never through a symbolic link)"
+            ),
+        ),
+        _arg(
+            "--compact",
+            action="store_true",
+            help="print the response as one line of canonical JSON instead of indented",
+        ),
+        _FROM,
+        _CEILING,
+    ),
+    handler=_cmd_lookup,
+)
+
+
+# -- stub --------------------------------------------------------------------------------
+
+
+def _check_line(line: bytes) -> None:
+    """Prove the stub is a valid fixture line with the loader itself (default ceilings).
+
+    ``entry_line`` guarantees the shape; the loader also enforces the ceilings (a
+    response's size, nesting depth), which only it knows exactly.
+    """
+    with tempfile.TemporaryDirectory(prefix="replay-actor-stub-") as tmp:
+        path = os.path.join(tmp, "stub.jsonl")
+        with open(path, "wb") as handle:
+            handle.write(line + b"\n")
+        rejections = iter_rejections(path)
+    if rejections:
+        raise CLIError(f"the response cannot be stored in a fixture: {rejections[0][0]}")
+
+
+def _stub_request(args: argparse.Namespace) -> bytes | None:
+    """Set ``args.request_hash`` from ``--request`` (checked against REQUEST_HASH if both
+    are given); the request's canonical bytes when ``--fixture`` wants them."""
     if args.fixture is not None and args.request is None:
         raise CLIError(
             "stub: --fixture names whose request sidecar gets --request; give --request too",
             EXIT_USAGE,
         )
+    if args.request is None:
+        if args.request_hash is None:
+            raise CLIError("give REQUEST_HASH or --request REQUEST.json", code=EXIT_USAGE)
+        if args.vendor is not None:
+            raise CLIError("--from reads the file of --request", code=EXIT_USAGE)
+        return None
+    request = read_request_arg(args.request, args.vendor)
     canonical: bytes | None = None
-    if args.request is not None:
-        request = read_request_arg(args.request, args.vendor)
-        try:
-            digest = request_hash(request)
-            if args.fixture is not None:
-                canonical = canonical_request(request)
-        except RequestError as exc:
-            raise CLIError(f"{_label(args.request)}: {exc}") from None
-        if args.request_hash is not None and args.request_hash != digest:
-            raise CLIError("REQUEST_HASH is not the hash of --request", code=EXIT_USAGE)
-        args.request_hash = digest
-    elif args.request_hash is None:
-        raise CLIError("give REQUEST_HASH or --request REQUEST.json", code=EXIT_USAGE)
-    elif args.vendor is not None:
-        raise CLIError("--from reads the file of --request", code=EXIT_USAGE)
+    try:
+        digest = request_hash(request)
+        if args.fixture is not None:
+            canonical = canonical_request(request)
+    except RequestError as exc:
+        raise CLIError(f"{_label(args.request)}: {exc}") from None
+    if args.request_hash is not None and args.request_hash != digest:
+        raise CLIError("REQUEST_HASH is not the hash of --request", code=EXIT_USAGE)
+    args.request_hash = digest
+    return canonical
+
+
+def _cmd_stub(args: argparse.Namespace) -> int:
+    canonical = _stub_request(args)
     response = _response_arg(args)
     try:
         line = entry_line(args.request_hash, response=response)
@@ -359,30 +607,76 @@ def _cmd_stub(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+STUB: Final = Command(
+    name="stub",
+    help="print a fixture line for a request hash",
+    description=(
+        "Print one valid fixture line for REQUEST_HASH, ready to append to a\n"
+        'fixture. --content TEXT stores the minimal response {"content": TEXT};\n'
+        "--response FILE stores the JSON object in FILE as it is."
+    ),
+    epilog=(
+        "example:\n"
+        "  replay-actor stub sha256:<64 hex> --content 'Paris.' >> fixture.jsonl\n"
+        "  replay-actor stub sha256:<64 hex> --response answer.json >> fixture.jsonl\n\n"
+        "exit: 0 printed, 2 malformed hash, 1 unreadable or invalid response"
+    ),
+    arguments=(
+        _arg(
+            "request_hash",
+            nargs="?",
+            type=_hash_arg,
+            metavar="REQUEST_HASH",
+            help="sha256: followed by 64 lowercase hex digits (as `hash` or a miss prints it)",
+        ),
+        _arg(
+            "--request",
+            metavar="REQUEST.json",
+            help="take the hash from this request file (- for stdin) instead of REQUEST_HASH",
+        ),
+        _FROM,
+        _body("store"),
+        _arg(
+            "--fixture",
+            metavar="FIXTURE",
+            help=(
+                "with --request: the fixture the line is for; the request is added to its "
+                "request sidecar (FIXTURE.requests.jsonl), for `explain`"
+            ),
+        ),
+    ),
+    handler=_cmd_stub,
+)
+
+
+# -- explain -----------------------------------------------------------------------------
+
+
+def _nearest_for(fixture_path: str, request: Any, fixture: Any) -> Any:
+    """The nearest recorded request in the fixture's sidecar (no cap: asked for)."""
+    from .authoring.nearest import find_nearest
+
+    sidecar = sidecar_path(fixture_path)
+    try:
+        return find_nearest(sidecar, request, known=fixture)
+    except FileNotFoundError:
+        raise CLIError(
+            f"{fixture_path}: no request sidecar ({sidecar}) to explain the miss with: "
+            "record the fixture, or give add/stub the request with --request"
+        ) from None
+    except OSError as exc:
+        raise CLIError(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from .authoring.explain import explain_json, explain_text, find_nearest
-    from .authoring.sidecar import sidecar_path
+    from .authoring.present import explain_json, explain_text
 
     ceilings = _ceilings(args.ceiling)
     request = read_request_arg(args.request, args.vendor)
-    try:
-        digest = request_hash(request)
-    except RequestError as exc:
-        raise CLIError(f"{_label(args.request)}: {exc}") from None
+    digest = _hash_of(request, _label(args.request))
     fixture = _load(args.fixture, ceilings)
     hit = digest in fixture
-    nearest = None
-    if not hit:
-        sidecar = sidecar_path(args.fixture)
-        try:
-            nearest = find_nearest(sidecar, request, known=fixture)
-        except FileNotFoundError:
-            raise CLIError(
-                f"{args.fixture}: no request sidecar ({sidecar}) to explain the miss with: "
-                "record the fixture, or give add/stub the request with --request"
-            ) from None
-        except OSError as exc:
-            raise CLIError(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
+    nearest = None if hit else _nearest_for(args.fixture, request, fixture)
     if args.json:
         _print_json(explain_json(hit, digest, nearest))
     else:
@@ -392,14 +686,38 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return EXIT_OK if hit else EXIT_MISS
 
 
-def _response_arg(args: argparse.Namespace) -> dict[str, Any]:
-    """The response of ``--content`` or ``--response`` (stub, add)."""
-    if args.response is None:
-        return {"content": args.content}
-    response = _read_json(args.response, "response")
-    if type(response) is not dict:
-        raise CLIError(f"{_label(args.response)}: the response must be a JSON object")
-    return response
+EXPLAIN: Final = Command(
+    name="explain",
+    help="say why a request misses: its nearest recorded request and what differs",
+    description=(
+        "Look a request up in FIXTURE; on a miss, find the nearest recorded request in\n"
+        "FIXTURE's request sidecar (FIXTURE.requests.jsonl, written by record mode and\n"
+        "by add/stub --request) -- most shared leading messages, then fewest differing\n"
+        "JSON paths, then the smallest hash -- and print every path where the two\n"
+        "differ, with the recorded and the requested value."
+    ),
+    epilog=(
+        "example:\n"
+        "  replay-actor explain fixture.jsonl request.json\n"
+        "  replay-actor explain --json fixture.jsonl request.json\n\n"
+        "exit: 0 hit, 3 miss, 1 no sidecar, rejected fixture or invalid request"
+    ),
+    arguments=(
+        _FIXTURE,
+        _arg("request", metavar="REQUEST.json", help="the request file, or - for stdin"),
+        _FROM,
+        _arg(
+            "--json",
+            action="store_true",
+            help='print {"hit", "request_hash", "nearest": null | {"request_hash", "differences"}}',
+        ),
+        _CEILING,
+    ),
+    handler=_cmd_explain,
+)
+
+
+# -- add ---------------------------------------------------------------------------------
 
 
 def _request_for(args: argparse.Namespace) -> bytes | None:
@@ -423,8 +741,6 @@ def _request_for(args: argparse.Namespace) -> bytes | None:
 
 
 def _remember(fixture: str, request_hash: str, canonical: bytes) -> str:
-    from .authoring.sidecar import SidecarWriter
-
     writer = SidecarWriter(fixture)
     added = writer.append(request_hash, canonical)
     if added:
@@ -432,19 +748,29 @@ def _remember(fixture: str, request_hash: str, canonical: bytes) -> str:
     return f"the request was already in {writer.path}"
 
 
-def _cmd_add(args: argparse.Namespace) -> int:
+def _add(args: argparse.Namespace, response: dict[str, Any]) -> Any:
     from .authoring.add import add_response
 
-    ceilings = _ceilings(args.ceiling)
-    response = _response_arg(args)
-    canonical = _request_for(args)
     try:
-        added = add_response(args.fixture, args.request_hash, response, ceilings=ceilings)
+        return add_response(
+            args.fixture, args.request_hash, response, ceilings=_ceilings(args.ceiling)
+        )
     except FixtureError as exc:
         where = "" if exc.line is None else f" at line {exc.line}"
         raise CLIError(f"{args.fixture}: rejected: {exc.reason}{where}") from None
     except ValueError as exc:  # a response RFC 8785 cannot encode (RequestError too)
         raise CLIError(f"cannot build the entry: {exc}") from None
+
+
+def _cmd_add(args: argparse.Namespace) -> int:
+    _ceilings(args.ceiling)  # a bad --ceiling is a usage error before anything else
+    response = _response_arg(args)
+    canonical = _request_for(args)
+    if canonical is not None:
+        # Refused before the fixture changes: a sidecar that cannot take the request
+        # (a directory, a symbolic link) must not leave a fixture added to and a failure.
+        SidecarWriter(args.fixture).check()
+    added = _add(args, response)
     if added.created:
         lines = [f"added {added.request_hash} to {args.fixture} (a single response)"]
     else:
@@ -453,9 +779,64 @@ def _cmd_add(args: argparse.Namespace) -> int:
             f"a sequence of {added.responses} responses"
         ]
     if canonical is not None:
-        lines.append(_remember(args.fixture, args.request_hash, canonical))
+        try:
+            lines.append(_remember(args.fixture, args.request_hash, canonical))
+        except (ReplayError, OSError) as exc:
+            # Checked above, so only a change meanwhile gets here. The fixture is already
+            # changed: failing now would make a rerun add the response twice.
+            message = getattr(exc, "strerror", None) or str(exc)
+            print(
+                f"{PROG}: warning: the response was added, but not the request to the "
+                f"sidecar: {message}",
+                file=sys.stderr,
+                flush=True,
+            )
     _write(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
     return EXIT_OK
+
+
+ADD: Final = Command(
+    name="add",
+    help="add a response to a fixture (a new entry, or the next of a sequence)",
+    description=(
+        "Add a response for REQUEST_HASH to FIXTURE (created if absent). For a hash\n"
+        "the fixture already holds, the response is appended to that entry: a single\n"
+        "response becomes a 'responses' sequence. Every other line stays as it is;\n"
+        "the file is replaced atomically, valid at every moment, under the fixture's\n"
+        "lock (a concurrent add or recorder makes this one fail, changing nothing)."
+    ),
+    epilog=(
+        "example:\n"
+        '  replay-actor add fixture.jsonl "$(replay-actor hash request.json)" \\\n'
+        "      --content 'Paris.' --request request.json\n\n"
+        "exit: 0 added, 1 rejected fixture or invalid input or locked, 2 malformed hash"
+    ),
+    arguments=(
+        _arg("fixture", metavar="FIXTURE", help="fixture file (created if absent)"),
+        _arg(
+            "request_hash",
+            type=_hash_arg,
+            metavar="REQUEST_HASH",
+            help="sha256: followed by 64 lowercase hex digits",
+        ),
+        _body("add"),
+        _arg(
+            "--request",
+            metavar="REQUEST.json",
+            help="the request behind REQUEST_HASH (checked), added to the request sidecar",
+        ),
+        _FROM,
+        _CEILING,
+    ),
+    handler=_cmd_add,
+)
+
+
+# -- coverage ----------------------------------------------------------------------------
+
+
+def _note(message: str) -> None:
+    print(f"{PROG}: note: {message}", file=sys.stderr, flush=True)
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
@@ -464,11 +845,14 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     fixture = _load(args.fixture, _ceilings(args.ceiling))
     report = coverage(fixture, args.inspections)
     if report.served_events == 0:
-        print(
-            f"{PROG}: note: no record has served lines, so every entry looks unused; "
-            "run with inspection_served=True (manifest: inspection_served = true)",
-            file=sys.stderr,
-            flush=True,
+        _note(
+            "no record has served lines, so every entry looks unused; "
+            "run with inspection_served=True (manifest: inspection_served = true)"
+        )
+    if report.skipped_lines:
+        _note(
+            f"skipped {_plural(report.skipped_lines, 'record line')} whose request_hash is "
+            "not 'sha256:' and 64 lowercase hexadecimal digits"
         )
     if args.json:
         _print_json(report.as_json())
@@ -477,19 +861,35 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_line(line: bytes) -> None:
-    """Prove the stub is a valid fixture line with the loader itself (default ceilings).
+COVERAGE: Final = Command(
+    name="coverage",
+    help="which entries runs never used, sequences not consumed, requests that missed",
+    description=(
+        "Read the inspection records of one or more runs (acquired with an\n"
+        "inspection_path and inspection_served=True) and list the fixture's entries\n"
+        "no run used, the sequences no run consumed fully, and every missed hash."
+    ),
+    epilog=(
+        "example:\n"
+        "  replay-actor coverage fixture.jsonl runs/*.inspection.jsonl\n\n"
+        "exit: 0 printed, 1 rejected fixture or unreadable record"
+    ),
+    arguments=(
+        _FIXTURE,
+        _arg("inspections", nargs="+", metavar="INSPECTION", help="inspection record file(s)"),
+        _arg(
+            "--json",
+            action="store_true",
+            help='print {"entries", "unused", "partly_consumed", "misses"} instead',
+        ),
+        _CEILING,
+    ),
+    handler=_cmd_coverage,
+)
 
-    ``entry_line`` guarantees the shape; the loader also enforces the ceilings (a
-    response's size, nesting depth), which only it knows exactly.
-    """
-    with tempfile.TemporaryDirectory(prefix="replay-actor-stub-") as tmp:
-        path = os.path.join(tmp, "stub.jsonl")
-        with open(path, "wb") as handle:
-            handle.write(line + b"\n")
-        rejections = iter_rejections(path)
-    if rejections:
-        raise CLIError(f"the response cannot be stored in a fixture: {rejections[0][0]}")
+
+#: Every subcommand, in the order ``--help`` lists them.
+COMMANDS: Final = (VALIDATE, HASH, INSPECT, LOOKUP, STUB, EXPLAIN, ADD, COVERAGE)
 
 
 # -- parser ------------------------------------------------------------------------------
@@ -499,20 +899,18 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """Keep the hand-wrapped descriptions and examples as written."""
 
 
-def _add_ceiling_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--ceiling",
-        metavar="NAME=N",
-        type=_ceiling_arg,
-        action="append",
-        help=(
-            "override one load ceiling, e.g. max_entries=10000 (repeatable); "
-            f"names: {', '.join(_CEILING_NAMES)}"
-        ),
-    )
+def _add_arguments(parser: argparse.ArgumentParser, arguments: tuple[Arg | OneOf, ...]) -> None:
+    for argument in arguments:
+        if isinstance(argument, OneOf):
+            group = parser.add_mutually_exclusive_group(required=argument.required)
+            for member in argument.args:
+                group.add_argument(*member.names, **member.options)
+        else:
+            parser.add_argument(*argument.names, **argument.options)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser: one subparser per record of ``COMMANDS``."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         formatter_class=_Formatter,
@@ -532,277 +930,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    validate = commands.add_parser(
-        "validate",
-        formatter_class=_Formatter,
-        help="check fixture files and list every rejection",
-        description=(
-            "Check every line of each fixture and print each rejection as\n"
-            "FIXTURE:LINE: REASON (FIXTURE: REASON for a rule about the whole file),\n"
-            "then a summary. Only reason codes and line numbers are printed, never a\n"
-            "line's content."
-        ),
-        epilog=(
-            "example:\n"
-            "  replay-actor validate fixtures/*.jsonl\n"
-            "  replay-actor validate --json fixtures/baseline.jsonl\n\n"
-            "exit: 0 every file valid, 1 any file rejected"
-        ),
-    )
-    validate.add_argument("fixtures", nargs="+", metavar="FIXTURE", help="fixture file(s)")
-    validate.add_argument(
-        "--json",
-        action="store_true",
-        help='print {"valid", "files": [{"fixture", "valid", "rejections"}]} instead',
-    )
-    _add_ceiling_option(validate)
-    validate.set_defaults(handler=_cmd_validate)
-
-    hash_ = commands.add_parser(
-        "hash",
-        formatter_class=_Formatter,
-        help="print a request's hash",
-        description=(
-            "Validate and normalise a provider-neutral request (a JSON object with\n"
-            "'messages', optional 'tools', 'tool_choice', 'response_format', 'params')\n"
-            "and print its request_hash, the key of its fixture entry."
-        ),
-        epilog=(
-            "example:\n"
-            "  replay-actor hash request.json\n"
-            '  echo \'{"messages":[{"role":"user","content":"hi"}]}\' | '
-            "replay-actor hash\n"
-            "  replay-actor hash --canonical request.json | sha256sum\n"
-            "  replay-actor hash --from openai body-from-a-log.json\n\n"
-            "exit: 0 printed, 1 invalid request or unreadable input"
-        ),
-    )
-    hash_.add_argument(
-        "request",
-        nargs="?",
-        default=_STDIN,
-        metavar="REQUEST.json",
-        help="the request file, or - for stdin (the default)",
-    )
-    hash_.add_argument(
-        "--canonical",
-        action="store_true",
-        help=(
-            "print the canonical RFC 8785 bytes that are hashed instead (no trailing "
-            "newline unless stdout is a terminal)"
-        ),
-    )
-    _add_from_option(hash_)
-    hash_.set_defaults(handler=_cmd_hash)
-
-    inspect = commands.add_parser(
-        "inspect",
-        formatter_class=_Formatter,
-        help="print a fixture's safe snapshot",
-        description=(
-            "Load a fixture and print its safe snapshot as JSON: the fixture-set hash,\n"
-            "entry and response counts and the ceilings. No response content, no\n"
-            "request hash, no path."
-        ),
-        epilog=(
-            "example:\n  replay-actor inspect fixtures/baseline.jsonl\n\n"
-            "exit: 0 printed, 1 fixture rejected"
-        ),
-    )
-    inspect.add_argument("fixture", metavar="FIXTURE", help="fixture file")
-    _add_ceiling_option(inspect)
-    inspect.set_defaults(handler=_cmd_inspect)
-
-    lookup = commands.add_parser(
-        "lookup",
-        formatter_class=_Formatter,
-        help="print the response a fixture holds for a request",
-        description=(
-            "Answer one request from a fixture, as a fresh acquisition's first call\n"
-            "would: a single entry's response, or the FIRST element of a 'responses'\n"
-            "sequence (every CLI call is a new acquisition, so no cursor carries over).\n"
-            "On a miss the exact miss message, with the hash to add, goes to stderr."
-        ),
-        epilog=(
-            "example:\n"
-            "  replay-actor lookup fixtures/baseline.jsonl request.json\n"
-            "  replay-actor lookup --private --inspection misses.jsonl fx.jsonl - < req.json"
-            "\n\nexit: 0 hit, 3 miss, 1 fixture rejected or invalid request"
-        ),
-    )
-    lookup.add_argument("fixture", metavar="FIXTURE", help="fixture file")
-    lookup.add_argument(
-        "request",
-        nargs="?",
-        default=_STDIN,
-        metavar="REQUEST.json",
-        help="the request file, or - for stdin (the default)",
-    )
-    lookup.add_argument(
-        "--private",
-        action="store_true",
-        help="private data: print no request hash (record it with --inspection instead)",
-    )
-    lookup.add_argument(
-        "--inspection",
-        metavar="PATH",
-        help=(
-            "append a miss as a JSON line {event, request_hash, call} to this owner-only "
-            "file (created 0600, never through a symbolic link)"
-        ),
-    )
-    lookup.add_argument(
-        "--compact",
-        action="store_true",
-        help="print the response as one line of canonical JSON instead of indented",
-    )
-    _add_from_option(lookup)
-    _add_ceiling_option(lookup)
-    lookup.set_defaults(handler=_cmd_lookup)
-
-    stub = commands.add_parser(
-        "stub",
-        formatter_class=_Formatter,
-        help="print a fixture line for a request hash",
-        description=(
-            "Print one valid fixture line for REQUEST_HASH, ready to append to a\n"
-            'fixture. --content TEXT stores the minimal response {"content": TEXT};\n'
-            "--response FILE stores the JSON object in FILE as it is."
-        ),
-        epilog=(
-            "example:\n"
-            "  replay-actor stub sha256:<64 hex> --content 'Paris.' >> fixture.jsonl\n"
-            "  replay-actor stub sha256:<64 hex> --response answer.json >> fixture.jsonl\n\n"
-            "exit: 0 printed, 2 malformed hash, 1 unreadable or invalid response"
-        ),
-    )
-    stub.add_argument(
-        "request_hash",
-        nargs="?",
-        type=_hash_arg,
-        metavar="REQUEST_HASH",
-        help="sha256: followed by 64 lowercase hex digits (as `hash` or a miss prints it)",
-    )
-    stub.add_argument(
-        "--request",
-        metavar="REQUEST.json",
-        help="take the hash from this request file (- for stdin) instead of REQUEST_HASH",
-    )
-    _add_from_option(stub)
-    body = stub.add_mutually_exclusive_group(required=True)
-    body.add_argument("--content", metavar="TEXT", help='store {"content": TEXT}')
-    body.add_argument("--response", metavar="FILE", help="store this JSON object (- for stdin)")
-    _add_fixture_option(stub)
-    stub.set_defaults(handler=_cmd_stub)
-    _add_authoring_commands(commands)
+    for command in COMMANDS:
+        sub = commands.add_parser(
+            command.name,
+            formatter_class=_Formatter,
+            help=command.help,
+            description=command.description,
+            epilog=command.epilog,
+        )
+        _add_arguments(sub, command.arguments)
+        sub.set_defaults(handler=command.handler)
     return parser
-
-
-def _add_fixture_option(stub: argparse.ArgumentParser) -> None:
-    stub.add_argument(
-        "--fixture",
-        metavar="FIXTURE",
-        help=(
-            "with --request: the fixture the line is for; the request is added to its "
-            "request sidecar (FIXTURE.requests.jsonl), for `explain`"
-        ),
-    )
-
-
-def _add_authoring_commands(commands: Any) -> None:
-    explain = commands.add_parser(
-        "explain",
-        formatter_class=_Formatter,
-        help="say why a request misses: its nearest recorded request and what differs",
-        description=(
-            "Look a request up in FIXTURE; on a miss, find the nearest recorded request in\n"
-            "FIXTURE's request sidecar (FIXTURE.requests.jsonl, written by record mode and\n"
-            "by add/stub --request) -- most shared leading messages, then fewest differing\n"
-            "JSON paths, then the smallest hash -- and print every path where the two\n"
-            "differ, with the recorded and the requested value."
-        ),
-        epilog=(
-            "example:\n"
-            "  replay-actor explain fixture.jsonl request.json\n"
-            "  replay-actor explain --json fixture.jsonl request.json\n\n"
-            "exit: 0 hit, 3 miss, 1 no sidecar, rejected fixture or invalid request"
-        ),
-    )
-    explain.add_argument("fixture", metavar="FIXTURE", help="fixture file")
-    explain.add_argument("request", metavar="REQUEST.json", help="the request file, or - for stdin")
-    _add_from_option(explain)
-    explain.add_argument(
-        "--json",
-        action="store_true",
-        help='print {"hit", "request_hash", "nearest": null | {"request_hash", "differences"}}',
-    )
-    _add_ceiling_option(explain)
-    explain.set_defaults(handler=_cmd_explain)
-
-    add = commands.add_parser(
-        "add",
-        formatter_class=_Formatter,
-        help="add a response to a fixture (a new entry, or the next of a sequence)",
-        description=(
-            "Add a response for REQUEST_HASH to FIXTURE (created if absent). For a hash\n"
-            "the fixture already holds, the response is appended to that entry: a single\n"
-            "response becomes a 'responses' sequence. Every other line stays as it is;\n"
-            "the file is replaced atomically, valid at every moment, under the fixture's\n"
-            "lock (a concurrent add or recorder makes this one fail, changing nothing)."
-        ),
-        epilog=(
-            "example:\n"
-            '  replay-actor add fixture.jsonl "$(replay-actor hash request.json)" \\\n'
-            "      --content 'Paris.' --request request.json\n\n"
-            "exit: 0 added, 1 rejected fixture or invalid input or locked, 2 malformed hash"
-        ),
-    )
-    add.add_argument("fixture", metavar="FIXTURE", help="fixture file (created if absent)")
-    add.add_argument(
-        "request_hash",
-        type=_hash_arg,
-        metavar="REQUEST_HASH",
-        help="sha256: followed by 64 lowercase hex digits",
-    )
-    body = add.add_mutually_exclusive_group(required=True)
-    body.add_argument("--content", metavar="TEXT", help='add {"content": TEXT}')
-    body.add_argument("--response", metavar="FILE", help="add this JSON object (- for stdin)")
-    add.add_argument(
-        "--request",
-        metavar="REQUEST.json",
-        help="the request behind REQUEST_HASH (checked), added to the request sidecar",
-    )
-    _add_from_option(add)
-    _add_ceiling_option(add)
-    add.set_defaults(handler=_cmd_add)
-
-    coverage = commands.add_parser(
-        "coverage",
-        formatter_class=_Formatter,
-        help="which entries runs never used, sequences not consumed, requests that missed",
-        description=(
-            "Read the inspection records of one or more runs (acquired with an\n"
-            "inspection_path and inspection_served=True) and list the fixture's entries\n"
-            "no run used, the sequences no run consumed fully, and every missed hash."
-        ),
-        epilog=(
-            "example:\n"
-            "  replay-actor coverage fixture.jsonl runs/*.inspection.jsonl\n\n"
-            "exit: 0 printed, 1 rejected fixture or unreadable record"
-        ),
-    )
-    coverage.add_argument("fixture", metavar="FIXTURE", help="fixture file")
-    coverage.add_argument(
-        "inspections", nargs="+", metavar="INSPECTION", help="inspection record file(s)"
-    )
-    coverage.add_argument(
-        "--json",
-        action="store_true",
-        help='print {"entries", "unused", "partly_consumed", "misses"} instead',
-    )
-    _add_ceiling_option(coverage)
-    coverage.set_defaults(handler=_cmd_coverage)
 
 
 # -- entry point -------------------------------------------------------------------------

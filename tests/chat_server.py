@@ -122,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: PLR0912
         owner = self.server.owner
         length = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(length)

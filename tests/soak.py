@@ -37,6 +37,7 @@ import traceback
 from collections import Counter
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import psutil
@@ -137,6 +138,21 @@ class Soak:
             except ProcessLookupError:
                 pass
 
+    def _acquire(self, victim: str, owner: BaseProcess) -> ReplayProvider | None:
+        """Acquire for ``owner``, killing the zygote meanwhile when that is the victim."""
+        timer = None
+        if victim == "zygote-in-acquire":
+            timer = threading.Timer(self.rng.uniform(0, 0.004), self._kill_zygote)
+            timer.start()
+        provider: ReplayProvider | None = None
+        try:
+            provider = self.supervisor.acquire(self.fixture, owner_pid=owner.pid, timeout=5)
+        except ReplayError:
+            self.acquire_failures += 1  # a zygote killed mid-acquisition: a clean error
+        if timer is not None:
+            timer.join()
+        return provider
+
     def cycle(self, n: int) -> None:
         rng = self.rng
         victim = rng.choice(VICTIMS)
@@ -151,17 +167,7 @@ class Soak:
         owner.start()
         inbox_r.close()
         owner_w.close()
-        timer = None
-        if victim == "zygote-in-acquire":
-            timer = threading.Timer(rng.uniform(0, 0.004), self._kill_zygote)
-            timer.start()
-        provider: ReplayProvider | None = None
-        try:
-            provider = self.supervisor.acquire(self.fixture, owner_pid=owner.pid, timeout=5)
-        except ReplayError:
-            self.acquire_failures += 1  # a zygote killed mid-acquisition: a clean error
-        if timer is not None:
-            timer.join()
+        provider = self._acquire(victim, owner)
         processes = [owner]
         pipes = [owner_r]
         got: list[int] = []
@@ -189,6 +195,27 @@ class Soak:
             copy_w.close()
             copy_r.close()
         inbox_w.close()
+        self._join(n, victim, processes)
+        for pipe in pipes:
+            got.extend(_drain(pipe))
+            pipe.close()
+        for proc in processes:
+            proc.close()
+        if provider is not None and rng.random() < 0.5:
+            provider.release()  # else: left as a crashed run leaves it
+        self._check(n, victim, got, actor_pid)
+
+    def _check(self, n: int, victim: str, got: list[int], actor_pid: int | None) -> None:
+        """Each element handed out once, and the actor gone with its cycle."""
+        self.elements += len(got)
+        twice = [i for i, k in Counter(got).items() if k > 1]
+        if twice:
+            self.fail(n, f"elements handed out twice: {twice[:5]} (victim {victim})")
+        if actor_pid is not None and not _gone(actor_pid, 10.0):
+            self.fail(n, f"the actor {actor_pid} survived its cycle (victim {victim})")
+
+    def _join(self, n: int, victim: str, processes: Sequence[BaseProcess]) -> None:
+        """Wait for the cycle's role processes; a hung or failed one is a failure."""
         deadline = time.monotonic() + HANG
         for proc in processes:
             proc.join(max(0.1, deadline - time.monotonic()))
@@ -198,19 +225,6 @@ class Soak:
                 proc.join(5)
             elif proc.exitcode not in (0, -signal.SIGKILL):
                 self.fail(n, f"a role process failed with {proc.exitcode} (victim {victim})")
-        for pipe in pipes:
-            got.extend(_drain(pipe))
-            pipe.close()
-        for proc in processes:
-            proc.close()
-        if provider is not None and rng.random() < 0.5:
-            provider.release()  # else: left as a crashed run leaves it
-        self.elements += len(got)
-        twice = [i for i, k in Counter(got).items() if k > 1]
-        if twice:
-            self.fail(n, f"elements handed out twice: {twice[:5]} (victim {victim})")
-        if actor_pid is not None and not _gone(actor_pid, 10.0):
-            self.fail(n, f"the actor {actor_pid} survived its cycle (victim {victim})")
 
     def _strike(
         self,

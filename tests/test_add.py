@@ -12,8 +12,8 @@ import pytest
 
 from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture
 from replay_actor.authoring.add import Added, add_response
+from replay_actor.files.durable import take_lock
 from replay_actor.fixture._format import entry_line
-from replay_actor.record.durable import take_lock
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -12,9 +12,9 @@ import pytest
 
 from replay_actor import entry_line, load_fixture, request_hash
 from replay_actor._request import canonical_request
-from replay_actor.authoring.sidecar import SidecarWriter, sidecar_path
 from replay_actor.cli import main
-from replay_actor.record.durable import release_lock, take_lock
+from replay_actor.files.durable import release_lock, take_lock
+from replay_actor.files.sidecar import SidecarWriter, sidecar_path
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,14 +16,10 @@ import pytest
 
 from replay_actor import ReplayError, request_hash
 from replay_actor._request import Request, canonical_request
-from replay_actor.authoring.explain import (
-    ABSENT,
-    explain_json,
-    explain_miss,
-    explain_text,
-    find_nearest,
-)
-from replay_actor.authoring.sidecar import SidecarWriter, sidecar_line, sidecar_path
+from replay_actor.authoring.explain import explain_miss
+from replay_actor.authoring.nearest import ABSENT, find_nearest
+from replay_actor.authoring.present import explain_json, explain_text
+from replay_actor.files.sidecar import SidecarWriter, sidecar_line, sidecar_path
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -345,7 +341,8 @@ def test_a_symbolic_link_is_refused(fixture: Path, tmp_path: Path) -> None:
 def test_the_ranking_matches_a_brute_force_one(tmp_path: Path) -> None:
     """The pruned ranking (byte comparisons, lower bounds) names the same request as
     scoring every line in full, over many random near-variants."""
-    from replay_actor.authoring.explain import differences, read_sidecar, split_request
+    from replay_actor.authoring.nearest import differences, split_request
+    from replay_actor.files.sidecar import read_sidecar
 
     rng = random.Random(12)
 
@@ -388,7 +385,7 @@ def test_the_ranking_matches_a_brute_force_one(tmp_path: Path) -> None:
 _APPENDER = """
 import sys, time
 from pathlib import Path
-from replay_actor.authoring.sidecar import SidecarWriter
+from replay_actor.files.sidecar import SidecarWriter
 fixture, me, go = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.001)

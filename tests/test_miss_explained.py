@@ -26,7 +26,7 @@ from replay_actor import (
 )
 from replay_actor._request import canonical_request
 from replay_actor.authoring.coverage import coverage
-from replay_actor.authoring.sidecar import SidecarWriter, sidecar_path
+from replay_actor.files.sidecar import SidecarWriter, sidecar_path
 from replay_actor.manifest import open_provider
 from replay_actor.replay.handle import acquire
 from tests.chat_server import ChatServer

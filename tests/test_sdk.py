@@ -33,7 +33,7 @@ from replay_actor import (
 from replay_actor._interface import complete_each
 from replay_actor._request import canonical_request
 from replay_actor._response import read_response
-from replay_actor.authoring.sidecar import SidecarWriter
+from replay_actor.files.sidecar import SidecarWriter
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
 from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import openai as vendor_openai

@@ -79,7 +79,7 @@ class HTTPConfig:
     into its vendor's header.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0912
         self,
         config: Mapping[str, Any],
         *,

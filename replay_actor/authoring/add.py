@@ -19,17 +19,18 @@ old or the new fixture, complete, at every moment. A fixture with a recording jo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from .._errors import FixtureError, RecordingLocked, ReplayError
+from .._errors import FixtureError, RecordingError, RecordingLocked, ReplayError
+from ..files.durable import atomic_write, release_lock, take_lock
 from ..fixture._ceilings import DEFAULT_CEILINGS, Ceilings
 from ..fixture._format import entry_line
 from ..fixture._parse import parse_fixture
 from ..fixture._read import read_fixture_bytes
-from ..record.durable import atomic_write, release_lock, take_lock
 
 __all__ = ["Added", "add_response"]
 
@@ -51,17 +52,32 @@ _decode_hash = msgspec.json.Decoder(_Hash).decode
 
 
 def _line_of(data: bytes, request_hash: str) -> tuple[int, int]:
-    """(start, end) of the line holding ``request_hash``'s entry, terminator excluded."""
+    """(start, end) of the line holding ``request_hash``'s entry, terminator excluded.
+
+    First the lines that spell the hash as it is; then, for an entry that spells it with
+    JSON escapes (``"sha256:\\u0031…"``, valid, the same hash), every line decoded.
+    """
     needle = request_hash.encode("ascii")
+    found = _find_line(data, request_hash, lambda line: needle in line)
+    if found is None:
+        found = _find_line(data, request_hash, lambda line: b"\\" in line)
+    if found is None:  # pragma: no cover - the loader found the hash on some line
+        raise ReplayError(f"the entry of {request_hash} could not be located")
+    return found
+
+
+def _find_line(
+    data: bytes, request_hash: str, worth: Callable[[bytes], bool]
+) -> tuple[int, int] | None:
     start = 0
     while start < len(data):
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
         line = data[start:end]
-        if needle in line and _decode_hash(line).request_hash == request_hash:
+        if worth(line) and _decode_hash(line).request_hash == request_hash:
             return start, end - 1 if line.endswith(b"\r") else end
         start = end + 1
-    raise AssertionError("a hash the loader found has a line")  # pragma: no cover
+    return None
 
 
 def add_response(
@@ -87,12 +103,14 @@ def add_response(
         raise ReplayError(f"{shown}: the folder {os.path.dirname(shown) or '.'} does not exist")
     lock_path = path + ".lock"
     try:
-        lock_fd = take_lock(lock_path)
+        lock_fd = take_lock(lock_path, "to add to it")
     except RecordingLocked:
         busy = (
             f"{shown}: another writer holds the fixture's lock ({lock_path}): a recording "
             "session or another add; nothing was changed, try again when it has finished"
         )
+    except RecordingError as exc:  # not held, but cannot be locked (a symbolic link...)
+        raise ReplayError(str(exc)) from None
     else:
         try:
             return _add_locked(

@@ -18,16 +18,24 @@ told apart, so give concurrent runs a record each. Over all those acquisitions:
 Without ``served`` lines a record cannot tell a used entry from an unused one, so every
 entry looks unused: ``CoverageReport.served_events`` says whether any record had them.
 A torn last line (a run killed mid-write) is ignored; lines of events this version does
-not know (such as ``nearest``) are skipped.
+not know (such as ``nearest``) are skipped. A line whose ``request_hash`` is not
+``sha256:`` and 64 lowercase hexadecimal digits is skipped and counted
+(``CoverageReport.skipped_lines``): the report prints hashes, and a forged field must not
+put terminal escapes, bells or line breaks into it.
+
+A record must be a regular file: it is opened without blocking and checked, so a FIFO (or
+a device) named by mistake is refused at once instead of hanging the command.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -44,6 +52,7 @@ class _Event(msgspec.Struct):
 
 
 _decode_event = msgspec.json.Decoder(_Event).decode
+_HASH: Final = re.compile(r"sha256:[0-9a-f]{64}\Z")
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ class CoverageReport:
     misses: list[dict[str, Any]]
     records: int
     served_events: int
+    skipped_lines: int = 0  # lines whose request_hash is malformed
 
     def as_json(self) -> dict[str, Any]:
         """``coverage --json``'s document."""
@@ -65,27 +75,46 @@ class CoverageReport:
         }
 
 
-def _events(path: str | os.PathLike[str]) -> list[_Event]:
+def _read_record(path: str | os.PathLike[str]) -> bytes:
+    """A record's bytes: opened without blocking, and only if it is a regular file."""
+    shown = os.fspath(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
-        raise ReplayError(
-            f"{os.fspath(path)}: cannot read the inspection record ({exc.strerror or exc})"
-        ) from None
-    lines = data.split(b"\n")
+        problem = exc.strerror or type(exc).__name__
+    else:
+        with open(fd, "rb", closefd=True) as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                problem = "not a regular file"
+            else:
+                try:
+                    return handle.read()
+                except OSError as exc:
+                    problem = exc.strerror or type(exc).__name__
+    raise ReplayError(f"{shown}: cannot read the inspection record ({problem})")
+
+
+def _events(path: str | os.PathLike[str]) -> tuple[list[_Event], int]:
+    """The record's events with a well-formed hash, and how many lines were skipped for
+    a malformed one."""
+    lines = _read_record(path).split(b"\n")
     lines.pop()  # after the last newline: empty, or a torn line
     events: list[_Event] = []
+    skipped = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            events.append(_decode_event(line))
+            event = _decode_event(line)
         except msgspec.DecodeError:
             problem = f"{os.fspath(path)}: line {number} is not an inspection record line"
             break
+        if _HASH.match(event.request_hash):
+            events.append(event)
+        else:
+            skipped += 1
     else:
-        return events
+        return events, skipped
     raise ReplayError(problem)
 
 
@@ -99,10 +128,13 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
     most_served: Counter[str] = Counter()
     misses: Counter[str] = Counter()
     served_events = 0
+    skipped = 0
     for record in records:
         served: Counter[str] = Counter()
         last_call = 0
-        for event in _events(record):
+        events, skipped_here = _events(record)
+        skipped += skipped_here
+        for event in events:
             if event.call:
                 if event.call <= last_call:  # the next acquisition's first call
                     _fold(most_served, served)
@@ -134,6 +166,7 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
         misses=[{"request_hash": h, "count": n} for h, n in sorted(misses.items())],
         records=len(records),
         served_events=served_events,
+        skipped_lines=skipped,
     )
 
 

@@ -198,7 +198,7 @@ class _Mapper:
     def __init__(self, model: ReplayModel) -> None:
         self._model = model
 
-    def request(
+    def request(  # noqa: PLR0912
         self,
         messages: Sequence[ModelMessage],
         settings: ModelSettings | None,

@@ -4,5 +4,7 @@
 
     provider.py  ``RecordingProvider``: answers, records, counts (runs in the caller)
     journal.py   each response durable before the fixture is rewritten; crash recovery
-    durable.py   atomic replacement, fsync, and the exclusive ``.lock``
+
+Its durable writes and the exclusive ``.lock`` are ``files/durable.py``, shared with
+``replay-actor add``.
 """

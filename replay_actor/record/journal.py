@@ -21,7 +21,7 @@ from typing import Final
 import msgspec
 
 from .._errors import RecordingError
-from .durable import fsync_dir, write_all
+from ..files.durable import fsync_dir, write_all
 
 __all__ = ["Journal", "pending_records"]
 

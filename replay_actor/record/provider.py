@@ -12,7 +12,7 @@ Durability, per recorded response, in this order::
        cannot be recorded fails the call and changes nothing
     2. append it to the journal and fsync (``journal.py``)  <- the response is now safe
     3. replace FIXTURE atomically (``durable.atomic_write``) <- valid at every moment
-    4. append the request to FIXTURE.requests.jsonl (``authoring/sidecar.py``), so a
+    4. append the request to FIXTURE.requests.jsonl (``files/sidecar.py``), so a
        later miss can be explained; failing that is a warning, the answer is kept
 
 A second recorder of the same fixture fails at once (``durable.take_lock``), and the
@@ -42,7 +42,8 @@ from .._errors import (
 from .._interface import complete_each
 from .._request import RequestLike
 from ..adapters.live import LiveProvider, prepare_request
-from ..authoring.sidecar import SidecarWriter
+from ..files.durable import atomic_write, fsync_dir, release_lock, remove_stale_temps, take_lock
+from ..files.sidecar import SidecarWriter
 from ..fixture import (
     EXHAUSTED,
     MISS,
@@ -54,7 +55,6 @@ from ..fixture import (
     sequence_line,
     single_line,
 )
-from .durable import atomic_write, fsync_dir, release_lock, remove_stale_temps, take_lock
 from .journal import Journal, pending_records
 
 __all__ = ["RecordingProvider"]

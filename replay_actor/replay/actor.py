@@ -332,7 +332,7 @@ class _Loop:
             self.sel.unregister(self.listener.fileno())
         self.listening = on
 
-    def run(self) -> None:
+    def run(self) -> None:  # noqa: PLR0912
         watch = self.watch
         poll_timeout = None if watch.fd is not None else POLL_INTERVAL
         next_poll = time.monotonic() + POLL_INTERVAL

@@ -60,7 +60,7 @@ _UNEXPECTED: Final = object()
 Result = dict[str, Any] | ReplayError
 
 
-def pipeline(
+def pipeline(  # noqa: PLR0912, PLR0915
     fd: int,
     requests: Sequence[RequestLike],
     results: list[Result | None],

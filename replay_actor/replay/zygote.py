@@ -209,7 +209,7 @@ def _hung_up(fd: int) -> bool:
     return bool(readable)
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0912, PLR0915
     """Entry point of the zygote process: ``python -P -c '...main()' FD``.
 
     Each request is ``TOKEN SP config`` with the actor's socket end attached; the reply

@@ -119,7 +119,7 @@ def _tool_use(block: dict[str, Any], where: str) -> dict[str, Any]:
     return {"id": block.get("id"), "name": block.get("name"), "arguments": arguments}
 
 
-def _messages(message: Any, i: int) -> list[dict[str, Any]]:
+def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
     """One Anthropic message as one or more neutral messages."""
     where = f"messages[{i}]"
     if type(message) is not dict:
@@ -382,7 +382,7 @@ def _vendor_choice(choice: Any, parallel: bool) -> dict[str, Any]:
     return out
 
 
-def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
     """The messages body for a plain normalised neutral request (the live adapter's).
 
     Leading system messages become ``system``; consecutive ``tool`` messages become one

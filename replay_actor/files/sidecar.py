@@ -19,6 +19,12 @@ symbolic link. Writers only ever append, one ``write`` per line under an exclusi
 each append fsynced. A crash can leave a torn last line without its newline: readers
 ignore it, and the next writer cuts it off before appending. A hash already present is
 not written again, so the first line for a hash is the only one.
+
+Reading (``read_sidecar``) streams the file line by line, so its memory is one line (at
+most ``MAX_LINE_BYTES``) and the hashes seen so far, whatever the file's size; a reader
+may also stop after ``max_bytes``. Each line is split into one raw slice per request field
+(lists: one per element) and nothing deeper: the explanation decodes only where two
+requests differ.
 """
 
 from __future__ import annotations
@@ -30,12 +36,27 @@ import stat
 import threading
 import time
 import warnings
-from typing import Final
+from collections.abc import Iterator
+from typing import IO, Any, Final
+
+import msgspec
 
 from .._errors import ReplayError
-from ..record.durable import fsync_dir, write_all
+from .._request import Request
+from .durable import fsync_dir, write_all
 
-__all__ = ["SUFFIX", "SidecarWriter", "sidecar_line", "sidecar_path"]
+__all__ = [
+    "LIST_FIELDS",
+    "MAX_LINE_BYTES",
+    "REQUEST_FIELDS",
+    "SUFFIX",
+    "SidecarWriter",
+    "decode_split",
+    "line_hash",
+    "read_sidecar",
+    "sidecar_line",
+    "sidecar_path",
+]
 
 SUFFIX: Final = ".requests.jsonl"
 _PREFIX: Final = b'{"request_hash":"'
@@ -76,6 +97,18 @@ class SidecarWriter:
         self._known: set[str] = set()
         self._scanned = 0  # bytes of the file already read into _known
         self._lock = threading.Lock()  # threads of one recorder share this writer
+
+    def check(self) -> None:
+        """Raise the ``ReplayError`` ``append`` would for a path that cannot be a sidecar
+        (a directory, a symbolic link, not a regular file, not writable), changing
+        nothing; an absent sidecar passes (``append`` creates it)."""
+        try:
+            fd, _ = _open(self.path, _FLAGS & ~os.O_CREAT | os.O_NONBLOCK)
+        except ReplayError:
+            if os.path.lexists(self.path):
+                raise
+            return
+        os.close(fd)
 
     def append_or_warn(self, request_hash: str, canonical: bytes) -> None:
         """``append`` for record mode: the answer is already in the fixture, so a sidecar
@@ -132,16 +165,18 @@ class SidecarWriter:
         self._scanned = size
 
 
-def _open(path: str) -> tuple[int, bool]:
+def _problem(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "is a symbolic link (refused)"
+    return f"cannot be opened ({exc.strerror})" if exc.strerror else "cannot be opened"
+
+
+def _open(path: str, flags: int = _FLAGS) -> tuple[int, bool]:
     existed = os.path.lexists(path)
-    problem = "cannot be opened"
     try:
-        fd = os.open(path, _FLAGS, 0o600)
+        fd = os.open(path, flags, 0o600)
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            problem = "is a symbolic link (refused)"
-        elif exc.strerror:
-            problem = f"cannot be opened ({exc.strerror})"
+        problem = _problem(exc)
     else:
         if stat.S_ISREG(os.fstat(fd).st_mode):
             return fd, not existed
@@ -182,3 +217,125 @@ def _cut_torn_tail(fd: int) -> int:
         end = start
     os.ftruncate(fd, end)
     return end
+
+
+# -- reading -----------------------------------------------------------------------------
+
+#: A line longer than this is skipped by readers (a request of that size is not worth
+#: comparing on a miss, and reading it would cost that much memory).
+MAX_LINE_BYTES: Final = 16 << 20
+#: The request fields whose value is a list, split one raw slice per element.
+LIST_FIELDS: Final = ("messages", "tools")
+#: Every field of ``Request``, and ``scope`` (a request's pairing key) even where this
+#: version's ``Request`` lacks it, so a sidecar written with scopes is read, not refused.
+REQUEST_FIELDS: Final = tuple(sorted({*Request.__struct_fields__, "scope"}))
+
+
+def _split_type() -> Any:
+    """A Struct with one raw slice per request field (lists: one per element).
+
+    Built from ``Request``'s own fields, so a field added there is compared too.
+    """
+    fields: list[tuple[str, Any, Any]] = []
+    for name in REQUEST_FIELDS:
+        if name in LIST_FIELDS:
+            fields.append((name, list[msgspec.Raw], msgspec.field(default_factory=list)))
+        else:
+            fields.append((name, msgspec.Raw | msgspec.UnsetType, msgspec.UNSET))
+    return msgspec.defstruct("SplitRequest", fields, forbid_unknown_fields=True)
+
+
+_Split: Final = _split_type()
+#: A request's canonical bytes -> its split form (``msgspec.DecodeError`` if not one).
+decode_split: Final = msgspec.json.Decoder(_Split).decode
+_REQUEST_AT: Final = len(_PREFIX) + _HASH_LENGTH + len(b'","request":')
+
+
+class _Line(msgspec.Struct):
+    """A sidecar line not in the layout the writer uses (edited by hand)."""
+
+    request_hash: str
+    request: msgspec.Raw
+
+
+_decode_line: Final = msgspec.json.Decoder(_Line).decode
+
+
+class _Unusable(Exception):
+    """A line that is valid JSON but cannot be compared (nested too deeply): skipped."""
+
+
+def _parse_line(line: bytes) -> tuple[str, Any] | None:
+    """(hash, split request) of one line without its newline; None if it is blank.
+
+    Raises ``msgspec.DecodeError`` for a line that is not a sidecar line, ``_Unusable``
+    for one nested too deeply to decode.
+    """
+    try:
+        digest = line_hash(line[:_REQUEST_AT])
+        if digest is not None and line.endswith(b"}"):
+            return digest, decode_split(memoryview(line)[_REQUEST_AT:-1])
+        if not line.strip():
+            return None
+        parsed = _decode_line(line)
+        return parsed.request_hash, decode_split(parsed.request)
+    except RecursionError:
+        raise _Unusable from None
+
+
+def _skip_rest_of_line(handle: IO[bytes]) -> int:
+    """Read past the newline that ends an over-long line; the bytes read."""
+    skipped = 0
+    while True:
+        piece = handle.readline(_CHUNK)
+        skipped += len(piece)
+        if not piece or piece.endswith(b"\n"):
+            return skipped
+
+
+def read_sidecar(
+    path: str | os.PathLike[str],
+    *,
+    max_bytes: int | None = None,
+    max_line: int = MAX_LINE_BYTES,
+) -> Iterator[tuple[str, Any]]:
+    """(hash, split request) for each line of a sidecar, the first line of a hash only.
+
+    Streams: the memory held is one line and the set of hashes seen. Skipped: a torn last
+    line (no newline: a writer crashed mid-append), a line over ``max_line``, and a
+    line nested too deeply to decode. With ``max_bytes``, stops before the line that
+    would take the bytes read past it. Raises ``ReplayError`` naming the path and line
+    for a line that is not a sidecar line or a path that is not a regular file,
+    ``FileNotFoundError`` when there is no sidecar.
+    """
+    shown = os.fspath(path)
+    # Opened without blocking and checked to be a regular file: a FIFO planted at the
+    # path must not hang a miss. Read, not mapped: a mapping of a file someone truncates
+    # meanwhile faults (SIGBUS), and a diagnostic must never crash its process.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    with open(fd, "rb", closefd=True) as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReplayError(f"the request sidecar {shown} is not a regular file")
+        seen: set[str] = set()
+        consumed = 0
+        number = 0
+        limit = max_line + 1  # the line and its newline
+        while line := handle.readline(limit):
+            number += 1
+            over_long = len(line) == limit and not line.endswith(b"\n")
+            if over_long:
+                consumed += _skip_rest_of_line(handle)
+            elif not line.endswith(b"\n"):
+                return  # a torn last line
+            consumed += len(line)
+            if max_bytes is not None and consumed > max_bytes:
+                return
+            try:
+                entry = None if over_long else _parse_line(line[:-1])
+            except _Unusable:
+                continue
+            except msgspec.DecodeError:
+                raise ReplayError(f"{shown}: line {number} is not a request sidecar line") from None
+            if entry is not None and entry[0] not in seen:
+                seen.add(entry[0])
+                yield entry

@@ -99,13 +99,18 @@ def remove_stale_temps(path: str) -> None:
                 pass
 
 
-def take_lock(lock_path: str) -> int:
-    """Lock ``lock_path`` (flock, non-blocking); ``RecordingLocked`` if another holds it."""
+def take_lock(lock_path: str, purpose: str = "for recording") -> int:
+    """Lock ``lock_path`` (flock, non-blocking); ``RecordingLocked`` if another holds it,
+    ``RecordingError`` naming ``purpose`` ("for recording", "to add to it") if it cannot
+    be locked at all."""
     for _ in range(_LOCK_ATTEMPTS):
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         except OSError as exc:
-            problem = os.strerror(exc.errno) if exc.errno else type(exc).__name__
+            if exc.errno == errno.ELOOP:
+                problem = "a symbolic link, refused"
+            else:
+                problem = os.strerror(exc.errno) if exc.errno else type(exc).__name__
             break
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -130,7 +135,7 @@ def take_lock(lock_path: str) -> int:
             "this fixture is already being recorded by another provider "
             f"({lock_path} is held); release that one first"
         )
-    raise RecordingError(f"cannot lock the fixture for recording: {lock_path} ({problem})")
+    raise RecordingError(f"cannot lock the fixture {purpose}: {lock_path} ({problem})")
 
 
 def release_lock(lock_path: str, fd: int) -> None:

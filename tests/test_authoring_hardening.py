@@ -1,0 +1,358 @@
+"""Regression tests for the authoring defects of issue 17 (items 16-21 and 25's `add` part).
+
+Each test reproduces its defect from the issue's description and fails on the code before
+the fix: add on an entry that spells its hash with JSON escapes, add --request with an
+unusable sidecar, a miss against a huge sidecar, a sidecar nested too deeply, coverage on
+a FIFO, coverage with forged hash fields, and add's message for a symbolic link at the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay_actor import ReplayMiss, entry_line, load_fixture, request_hash
+from replay_actor._request import canonical_request
+from replay_actor.cli import main
+from replay_actor.files.sidecar import SidecarWriter, sidecar_line, sidecar_path
+from replay_actor.replay.handle import acquire
+
+pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
+
+REPO = Path(__file__).resolve().parent.parent
+REQUEST: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+HASH = request_hash(REQUEST)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_json(path: Path, value: Any) -> str:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return str(path)
+
+
+# -- 16: add on an entry whose hash is spelled with a JSON escape ------------------------
+
+
+def test_add_appends_to_an_entry_whose_hash_is_spelled_with_an_escape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    escaped = "sha256:" + f"\\u{ord(HASH[7]):04x}" + HASH[8:]
+    other = request_hash({"messages": [{"role": "user", "content": "other"}]})
+    fixture.write_bytes(
+        entry_line(other, response={"content": "x"})
+        + b"\n"
+        + b'{"schema_version":1,"request_hash":"'
+        + escaped.encode("ascii")
+        + b'","response":{"content":"a"}}\n'
+    )
+    assert HASH in load_fixture(fixture)  # valid: the escape spells the same hash
+    code, out, err = run(capsys, "add", str(fixture), HASH, "--content", "b")
+    assert (code, err) == (0, "")
+    assert out == f"appended to {HASH} in {fixture}: a sequence of 2 responses\n"
+    lines = fixture.read_bytes().splitlines()
+    assert lines[0] == entry_line(other, response={"content": "x"})  # untouched
+    assert json.loads(lines[1])["responses"] == [{"content": "a"}, {"content": "b"}]
+    assert len(load_fixture(fixture)) == 2
+
+
+# -- 17: add --request checks the sidecar before changing the fixture --------------------
+
+
+@pytest.mark.parametrize("planted", ["directory", "symlink"])
+def test_add_request_refuses_an_unusable_sidecar_before_changing_the_fixture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], planted: str
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    sidecar = Path(sidecar_path(fixture))
+    if planted == "directory":
+        sidecar.mkdir()
+        problem = "cannot be opened (Is a directory)"
+    else:
+        (tmp_path / "elsewhere").write_bytes(b"")
+        sidecar.symlink_to(tmp_path / "elsewhere")
+        problem = "is a symbolic link (refused)"
+    request = write_json(tmp_path / "r.json", REQUEST)
+    for _ in range(2):  # a rerun must not turn the entry into a sequence either
+        code, out, err = run(
+            capsys, "add", str(fixture), HASH, "--content", "b", "--request", request
+        )
+        assert (code, out) == (1, "")
+        assert err == f"replay-actor: error: the request sidecar {sidecar} {problem}\n"
+        assert not fixture.exists()
+    if planted == "symlink":
+        assert (tmp_path / "elsewhere").read_bytes() == b""
+
+
+def test_add_request_still_creates_an_absent_sidecar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    request = write_json(tmp_path / "r.json", REQUEST)
+    code, out, _ = run(capsys, "add", str(fixture), HASH, "--content", "b", "--request", request)
+    assert code == 0 and out.endswith(f"added the request to {sidecar_path(fixture)}\n")
+
+
+# -- 18: a miss on a huge sidecar stays cheap; explain streams -----------------------------
+
+
+def _big_sidecar(path: Path, lines: int, pad: int) -> None:
+    """``lines`` recorded requests of about ``pad`` bytes each, none near REQUEST."""
+    with open(path, "wb") as handle:
+        for n in range(lines):
+            request = {"messages": [{"role": "user", "content": f"{n:08d}" + "x" * pad}]}
+            handle.write(sidecar_line(request_hash(request), canonical_request(request)))
+
+
+#: The documented caps (docs/authoring.md, "The request sidecar").
+MISS_SIDECAR_BYTES = 64 << 20
+MAX_PATH_DEPTH = 64
+
+
+def test_the_documented_caps_are_the_code_s() -> None:
+    from replay_actor.authoring import explain, nearest
+
+    assert (explain.MISS_SIDECAR_BYTES, nearest.MAX_PATH_DEPTH) == (
+        MISS_SIDECAR_BYTES,
+        MAX_PATH_DEPTH,
+    )
+
+
+def test_a_miss_does_not_read_a_sidecar_over_the_cap(tmp_path: Path) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    near = {"messages": [{"role": "user", "content": "hj"}]}
+    sidecar = Path(sidecar_path(fixture))
+    SidecarWriter(fixture).append(HASH, canonical_request(REQUEST))
+    with open(sidecar, "ab") as handle:  # grow it past the cap with other requests
+        filler = {"messages": [{"role": "system", "content": "y" * (1 << 20)}]}
+        line = sidecar_line(request_hash(filler), canonical_request(filler))
+        handle.write(line * (MISS_SIDECAR_BYTES // len(line) + 1))
+    assert sidecar.stat().st_size > MISS_SIDECAR_BYTES
+    with acquire(fixture, timeout=30) as llm:
+        tracemalloc.start()
+        try:
+            with pytest.raises(ReplayMiss) as info:
+                llm.complete(near)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert info.value.nearest is None  # given up: over the cap, not even opened
+    assert peak < 4 << 20
+
+
+def test_a_miss_under_the_cap_is_still_explained(tmp_path: Path) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    SidecarWriter(fixture).append(HASH, canonical_request(REQUEST))
+    near = {"messages": [{"role": "user", "content": "hj"}]}
+    with acquire(fixture, timeout=30) as llm, pytest.raises(ReplayMiss) as info:
+        llm.complete(near)
+    assert info.value.nearest == {"request_hash": HASH, "paths": ["messages[0].content"]}
+
+
+def test_explain_streams_a_large_sidecar_in_bounded_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from replay_actor.authoring.nearest import find_nearest
+
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    sidecar = Path(sidecar_path(fixture))
+    _big_sidecar(sidecar, lines=6000, pad=6000)  # ~36 MB
+    with open(sidecar, "ab") as handle:
+        handle.write(sidecar_line(HASH, canonical_request(REQUEST)))
+    assert sidecar.stat().st_size > 32 << 20
+    near = {"messages": [{"role": "user", "content": "hj"}]}
+    # What `explain` does once the fixture is loaded (the loader's own buffers aside).
+    tracemalloc.start()
+    try:
+        nearest = find_nearest(sidecar, near, known=load_fixture(fixture))
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+    finally:
+        tracemalloc.stop()
+    assert nearest is not None and nearest.request_hash == HASH
+    assert peak < 24 << 20  # the loader's 16 MiB buffer, not the file's 36 MB
+    request = write_json(tmp_path / "r.json", near)
+    code, out, _ = run(capsys, "explain", "--json", str(fixture), request)
+    assert code == 3 and json.loads(out)["nearest"]["request_hash"] == HASH
+
+
+def test_a_line_over_the_line_cap_is_skipped(tmp_path: Path) -> None:
+    from replay_actor.authoring.nearest import rank
+    from replay_actor.files.sidecar import read_sidecar
+
+    sidecar = tmp_path / "fx.jsonl.requests.jsonl"
+    huge = {"messages": [{"role": "user", "content": "h" + "i" * (24 << 20)}]}
+    sidecar.write_bytes(
+        sidecar_line(request_hash(huge), canonical_request(huge))
+        + sidecar_line(HASH, canonical_request(REQUEST))
+    )
+    del huge
+    near = {"messages": [{"role": "user", "content": "hi!"}]}
+    tracemalloc.start()
+    try:
+        nearest = rank(read_sidecar(sidecar, max_line=1 << 20), near, None)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert nearest is not None and nearest.request_hash == HASH
+    assert peak < 6 << 20  # the line is 24 MiB; the cap 1 MiB
+
+
+# -- 19: nesting deep enough to overflow a recursive walk ---------------------------------
+
+
+def _nested(depth: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_sidecar_line_nested_10000_deep_leaves_a_plain_miss(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    deep = b"[" * 10_000 + b"1" + b"]" * 10_000
+    planted = (
+        b'{"request_hash":"sha256:' + b"0" * 64 + b'","request":{"messages":'
+        b'[{"content":"hj","role":"user"}],"params":{"x":' + deep + b"}}}\n"
+    )
+    sidecar = Path(sidecar_path(fixture))
+    sidecar.write_bytes(planted + sidecar_line(HASH, canonical_request(REQUEST)))
+    near = {"messages": [{"role": "user", "content": "hj"}]}
+    with acquire(fixture, timeout=30) as llm, pytest.raises(ReplayMiss) as info:
+        llm.complete(near)
+    assert info.value.nearest == {"request_hash": HASH, "paths": ["messages[0].content"]}
+    request = write_json(tmp_path / "r.json", near)
+    code, out, err = run(capsys, "explain", str(fixture), request)
+    assert (code, err) == (3, "")
+    assert f"nearest recorded request: {HASH}" in out
+
+
+def test_requests_600_deep_differing_at_the_bottom_are_explained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded = {**REQUEST, "params": {"x": _nested(600, 1)}}
+    requested = {**REQUEST, "params": {"x": _nested(600, 2)}}
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(request_hash(recorded), response={"content": "hi"}) + b"\n")
+    SidecarWriter(fixture).append(request_hash(recorded), canonical_request(recorded))
+    truncated = "params.x" + "[0]" * (MAX_PATH_DEPTH - 1)
+    with acquire(fixture, timeout=30) as llm, pytest.raises(ReplayMiss) as info:
+        llm.complete(requested)
+    assert info.value.nearest == {"request_hash": request_hash(recorded), "paths": [truncated]}
+    path = write_json(tmp_path / "r.json", requested)
+    code, out, err = run(capsys, "explain", "--json", str(fixture), path)
+    assert (code, err) == (3, "")
+    assert json.loads(out)["nearest"]["differences"] == [
+        {"path": truncated, "recorded": None, "requested": None, "truncated": True}
+    ]
+    code, out, err = run(capsys, "explain", str(fixture), path)
+    assert (code, err) == (3, "")
+    assert out.splitlines()[-1] == (
+        f"  {truncated}: (a value nested too deeply to show) → (a value nested too deeply to show)"
+    )
+
+
+def test_a_shallow_difference_beside_deep_values_is_shown_whole(tmp_path: Path) -> None:
+    from replay_actor.authoring.nearest import find_nearest
+
+    recorded = {**REQUEST, "params": {"x": _nested(40, 1), "y": 1}}
+    requested = {**REQUEST, "params": {"x": _nested(40, 1), "y": 2}}
+    SidecarWriter(tmp_path / "fx.jsonl").append(request_hash(recorded), canonical_request(recorded))
+    nearest = find_nearest(sidecar_path(tmp_path / "fx.jsonl"), requested)
+    assert nearest is not None
+    assert [(d.path, d.recorded, d.requested) for d in nearest.differences] == [("params.y", 1, 2)]
+
+
+# -- 20: coverage on a FIFO -----------------------------------------------------------------
+
+
+def test_coverage_refuses_a_fifo_instead_of_blocking(tmp_path: Path) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    fifo = tmp_path / "record.fifo"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "replay_actor", "coverage", str(fixture), str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # blocked on the FIFO: the defect
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1 and out == b""
+    assert err.decode() == (
+        f"replay-actor: error: {fifo}: cannot read the inspection record (not a regular file)\n"
+    )
+
+
+# -- 21: coverage prints only well-formed hashes -------------------------------------------
+
+
+def test_coverage_skips_and_counts_forged_hash_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    good = "sha256:" + "a" * 64
+    forged = [
+        "sha256:\x1b[31m" + "a" * 60,  # a terminal escape
+        "sha256:" + "a" * 63 + "\x07",  # a bell
+        f"sha256:{'b' * 64}\n{good}  1 call",  # a newline forging an output line
+        "sha256:" + "A" * 64,  # upper case
+    ]
+    record = tmp_path / "record.jsonl"
+    lines = [{"event": "miss", "request_hash": digest, "call": 1} for digest in forged]
+    lines.append({"event": "miss", "request_hash": good, "call": 1})
+    record.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, out, err = run(capsys, "coverage", str(fixture), str(record))
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out
+    assert out.splitlines()[-2:] == ["misses: 1 request, 1 call", f"  {good}  1 call"]
+    assert (
+        "replay-actor: note: skipped 4 record lines whose request_hash is not 'sha256:' and "
+        "64 lowercase hexadecimal digits\n"
+    ) in err
+    code, out, _ = run(capsys, "coverage", "--json", str(fixture), str(record))
+    assert json.loads(out)["misses"] == [{"request_hash": good, "count": 1}]
+
+
+# -- 25 (add): a symbolic link at FIXTURE.lock ----------------------------------------------
+
+
+def test_add_names_itself_when_the_lock_is_a_symbolic_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    lock = Path(f"{fixture}.lock")
+    lock.symlink_to(tmp_path / "nowhere")
+    code, out, err = run(capsys, "add", str(fixture), HASH, "--content", "b")
+    assert (code, out) == (1, "")
+    assert err == (
+        "replay-actor: error: cannot lock the fixture to add to it: "
+        f"{lock} (a symbolic link, refused)\n"
+    )
+    assert "recording" not in err
+    assert not fixture.exists() and not (tmp_path / "nowhere").exists()
