@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 import traceback
 import tracemalloc
@@ -147,6 +148,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif scenario == "huge-chunked":
             self._huge(chunked=True)
         else:
+            owner.ports.append(self.client_address[1])
             self._send(200, _completion("fine"))
 
 
@@ -170,6 +172,8 @@ class HostileServer(LoopbackServer):
     def __init__(self) -> None:
         self.trickling = 0
         self.sent = 0
+        #: The client port of each plain ``fine`` request: which connection it came on.
+        self.ports: list[int] = []
         super().__init__()
 
     def base_url(self, scenario: str) -> str:
@@ -429,3 +433,25 @@ def test_max_response_bytes_is_a_checked_adapter_key(hostile: HostileServer) -> 
         with pytest.raises(ManifestError) as caught:
             open_provider(live(hostile, "fine", max_response_bytes=bad))
         assert caught.value.key == "provider.max_response_bytes"
+
+
+# -- a fork child does not share the parent's pooled connection ---------------------------
+
+
+def test_a_fork_child_opens_its_own_connection(hostile: HostileServer) -> None:
+    with open_provider(live(hostile, "fine")) as llm:
+        assert llm.complete(ASK)["content"] == "fine"  # a pooled connection now
+        pid = os.fork()
+        if pid == 0:  # the child: only os._exit leaves it
+            code = 9
+            try:
+                code = 0 if llm.complete(ASK)["content"] == "fine" else 1
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert llm.complete(ASK)["content"] == "fine"
+    parent_first, child, parent_again = hostile.ports
+    # Two processes on one connection would read each other's answers.
+    assert child != parent_first
+    assert parent_again == parent_first  # the parent's pool is intact

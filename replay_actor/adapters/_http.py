@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import email.utils
+import os
 import random
 import re
 import time
@@ -239,11 +240,27 @@ class HTTPAdapter:
         self._timeout = self._httpx.Timeout(config.timeout, connect=config.connect_timeout)
         # One pooled sync client; async clients are made per call so that acomplete
         # works from any event loop and release() stays synchronous (see docs).
-        self._client: httpx.Client = self._httpx.Client(
-            timeout=self._timeout, headers=headers, follow_redirects=False
-        )
-        _install_deadline(self._client)
+        self._client = self._new_client()
+        self._pid = os.getpid()
         self.model = config.model
+
+    def _new_client(self) -> httpx.Client:
+        client: httpx.Client = self._httpx.Client(
+            timeout=self._timeout, headers=self._headers, follow_redirects=False
+        )
+        _install_deadline(client)
+        return client
+
+    def _own_client(self) -> httpx.Client:
+        """The pooled sync client, made afresh in a fork child: the parent's pooled
+        connections are shared sockets, and two processes writing requests and reading
+        answers on one connection would take each other's answers."""
+        if os.getpid() != self._pid:
+            # The copies are closed (the parent's sockets stay open); a new pool starts.
+            stale, self._client = self._client, self._new_client()
+            self._pid = os.getpid()
+            stale.close()
+        return self._client
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} model={self.model!r}>"
@@ -348,7 +365,7 @@ class HTTPAdapter:
         deadline = time.monotonic() + self._config.timeout
         token = _deadline.set(deadline)
         try:
-            with self._client.stream("POST", self._config.url, content=body) as response:
+            with self._own_client().stream("POST", self._config.url, content=body) as response:
                 limit = self._ceiling(response)
                 content: bytes | None = None
                 if limit is not None:
