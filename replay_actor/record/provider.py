@@ -78,8 +78,9 @@ class _RequestHash:
     """One call's request hash, held where a traceback cannot show it.
 
     Reporters print every frame's locals with ``repr`` (``pytest --showlocals``,
-    ``capture_locals``, Sentry); in private mode the hash must not appear there (docs/privacy.md),
-    so the frames of a call hold this box and read ``.value`` only inside expressions.
+    ``capture_locals``, Sentry); in private mode the hash must not appear there
+    (docs/privacy.md), so the frames of a call hold this box and read ``.value`` only
+    inside expressions.
     """
 
     __slots__ = ("value",)
@@ -273,8 +274,6 @@ class RecordingProvider:
         if not encoded:
             raise RecordingError("the live response cannot be recorded (not canonical JSON)")
         with self._lock:
-            if os.getpid() != self._pid:
-                self._check_owner()
             if self._closed:
                 raise ProviderClosed("the provider was released before the answer was recorded")
             built = self._next_fixture(digest.value, encoded)
