@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from replay_actor import LiveProviderError, ManifestError, ProviderClosed, RequestError
+from replay_actor.adapters._http import _Answer
 from replay_actor.adapters.base import ADAPTER_GROUP, Adapter, load_adapter_factory
 from replay_actor.adapters.live import LiveProvider
 from replay_actor.adapters.openai import OpenAIAdapter
@@ -508,10 +509,10 @@ def test_retry_after_is_honoured_within_the_cap(headers: dict[str, str], expecte
 
     adapter = OpenAIAdapter({"model": "m", "retry_max_wait": 5.0, "retry_backoff": 100.0})
     try:
-        response = httpx2.Response(429, headers=headers)
+        response = _Answer(429, httpx2.Headers(headers), b"")
         assert adapter._delay(0, response) == pytest.approx(expected)
         # Without the header: exponential backoff, jittered, under the same cap.
-        assert adapter._delay(3, httpx2.Response(503)) == 5.0
+        assert adapter._delay(3, _Answer(503, httpx2.Headers(), b"")) == 5.0
     finally:
         adapter.close()
 

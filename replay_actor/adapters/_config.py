@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -21,6 +22,13 @@ __all__ = ["HTTPConfig", "number_field", "string_field", "toml_type_name"]
 
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MAX_RETRIES_CAP: Final = 20
+#: What an HTTP header value can carry as it is: visible ASCII, inner spaces and tabs.
+_HEADER_VALUE: Final = re.compile(r"^([\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?)?$")
+_HEADER_NAME: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+#: A key is one token: visible ASCII, no space.
+_KEY: Final = re.compile(r"^[\x21-\x7e]+$")
+#: The largest live answer read by default (docs/manifest.md, ``max_response_bytes``).
+DEFAULT_MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 #: The keys ``HTTPConfig`` reads; an adapter may allow more.
 COMMON_KEYS: Final = frozenset(
     {
@@ -33,6 +41,7 @@ COMMON_KEYS: Final = frozenset(
         "retry_backoff",
         "retry_max_wait",
         "headers",
+        "max_response_bytes",
     }
 )
 
@@ -101,6 +110,14 @@ class HTTPConfig:
         assert base_url is not None
         if not base_url.startswith(("http://", "https://")):
             raise ManifestError("base_url must start with http:// or https://", key="base_url")
+        if _has_userinfo(base_url):
+            # httpx2 logs every request's URL at INFO: a password there would be in every
+            # log. The credential is not echoed.
+            raise ManifestError(
+                "base_url must not hold credentials (user:password@ before the host); "
+                "give the key through api_key_env or headers",
+                key="base_url",
+            )
         self.url = base_url.rstrip("/") + path
         self.timeout = number_field(config, "timeout", 60.0, positive=True)
         self.connect_timeout = number_field(
@@ -125,9 +142,26 @@ class HTTPConfig:
             )
         self.headers: dict[str, str] = {"Content-Type": "application/json"}
         for header, value in headers.items():
+            if _HEADER_NAME.match(str(header)) is None:
+                raise ManifestError("a key of headers is not an HTTP header name", key="headers")
             if type(value) is not str:
                 raise ManifestError(f"headers.{header} must be a string", key=f"headers.{header}")
+            if _HEADER_VALUE.match(value) is None:
+                # The HTTP client would raise UnicodeEncodeError quoting the value (it may
+                # be a credential); say what is wrong instead.
+                raise ManifestError(
+                    f"headers.{header} holds a character an HTTP header cannot carry "
+                    "(non-ASCII, a line break or a control character, or surrounding "
+                    "spaces)",
+                    key=f"headers.{header}",
+                )
             self.headers[str(header)] = value
+        max_bytes = config.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
+        if type(max_bytes) is not int or max_bytes < 1:
+            raise ManifestError(
+                "max_response_bytes must be a positive integer", key="max_response_bytes"
+            )
+        self.max_response_bytes: int = max_bytes
         self.api_key: str | None = None
         api_key_env = string_field(config, "api_key_env", None)
         if api_key_env is not None:
@@ -138,9 +172,36 @@ class HTTPConfig:
                     "(letters, digits and underscores), not the key",
                     key="api_key_env",
                 )
-            self.api_key = os.environ.get(api_key_env, "") or None
-            if self.api_key is None:
-                raise ManifestError(
-                    f"the environment variable {api_key_env} (api_key_env) is not set",
-                    key="api_key_env",
-                )
+            self.api_key = _read_key(api_key_env)
+
+
+def _has_userinfo(url: str) -> bool:
+    try:
+        netloc = urllib.parse.urlsplit(url).netloc
+    except ValueError:
+        return "@" in url
+    return "@" in netloc
+
+
+def _read_key(variable: str) -> str:
+    """The key in ``variable``; ``ManifestError`` naming ``api_key_env`` if it is unset,
+    empty, or not a header-safe token.
+
+    No local variable of this frame (or of the caller's, which assigns the result) holds
+    the key when it raises: reporters print frame locals (``capture_locals``, Sentry),
+    and the error must carry no key.
+    """
+    if not os.environ.get(variable):
+        raise ManifestError(
+            f"the environment variable {variable} (api_key_env) is not set", key="api_key_env"
+        )
+    if _KEY.match(os.environ[variable]) is None:
+        # A pasted no-break space, smart quote or line break: the HTTP client would raise
+        # UnicodeEncodeError (or a protocol error) whose args hold "Bearer <key>".
+        raise ManifestError(
+            f"the environment variable {variable} (api_key_env) holds a character an API "
+            "key cannot have (non-ASCII such as a no-break space or a smart quote, a "
+            "space, or a control character); copy the key again",
+            key="api_key_env",
+        )
+    return os.environ[variable]

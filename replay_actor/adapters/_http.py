@@ -4,7 +4,16 @@ and errors that carry nothing secret.
 Runs in: the caller (a live or record provider's calls).
 
 Failure policy (docs/manifest.md, "Live adapters"):
-- timeouts are on by default (``timeout``, ``connect_timeout``);
+- timeouts are on by default: ``timeout`` is a *deadline* for the whole attempt
+  (connecting, sending, the headers and the whole body), not a bound on each read, so an
+  endpoint that trickles a byte at a time cannot hold a call; ``connect_timeout`` bounds
+  the connection within it. The sync path enforces the deadline inside every socket
+  operation (a wrapper around httpcore2's network backend, reading a per-thread
+  deadline); the async path with ``asyncio.timeout``;
+- a body is read only up to ``max_response_bytes`` (a larger ``Content-Length`` is refused
+  before reading; a body without one is read in chunks and dropped at the ceiling), and
+  an error body only up to 64 KiB, so a huge answer costs no more memory than the
+  ceiling;
 - 408, 429 and 5xx answers, timeouts and transport errors are retried at most
   ``max_retries`` times, with exponential backoff (``retry_backoff`` doubling, jittered,
   capped at ``retry_max_wait``); a ``Retry-After`` (or ``retry-after-ms``) header is
@@ -14,10 +23,11 @@ Failure policy (docs/manifest.md, "Live adapters"):
   the prompt — and which is raised outside any ``except`` block, so no HTTP-client
   exception (whose ``.request`` carries the credentials and the prompt) rides along in
   ``__context__``;
-- nothing that contains the API key's value is kept or shown: an error code that holds
-  it (or a piece of it) is left out of the message, and a response that echoes it
-  anywhere (its text, its ``usage``) fails the call instead of being returned, so it can
-  never reach a recording.
+- nothing that contains the API key's value, or a long piece of it (``_secrets.py``), is
+  kept or shown: an error code that holds one is left out of the message, a response
+  that echoes one anywhere (its text, its ``usage``, a key) fails the call instead of
+  being returned, so it can never reach a recording, and the HTTP library's log records
+  are redacted (``_secrets.install_log_filter``).
 
 The HTTP client (httpx2, which the vendors' SDKs use too) is an optional dependency,
 imported when an adapter is built, never at import time. A vendor adapter subclasses
@@ -28,17 +38,20 @@ reads back (``parse``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
+import os
 import random
 import re
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
 from .._errors import LiveProviderError, ManifestError
 from ..vendors._common import MalformedResponse as Malformed
 from ._config import HTTPConfig
+from ._secrets import holds_key_piece, install_log_filter, strings_in
 
 if TYPE_CHECKING:
     import httpx2 as httpx
@@ -47,6 +60,13 @@ __all__ = ["HTTPAdapter", "Malformed"]
 
 _SAFE_CODE: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _RETRY_STATUSES: Final = frozenset({408, 429})
+#: An error body is read only this far: all it may give is a short code.
+_ERROR_BODY_CAP: Final = 64 * 1024
+#: The end of the current attempt (``time.monotonic()``), for this thread's socket
+#: operations; ``None`` outside an attempt.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "replay_actor_http_deadline", default=None
+)
 
 
 def _import_httpx(adapter: str) -> Any:
@@ -85,20 +105,10 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-#: A vendor code this long that is a piece of the key is taken for one.
-_KEY_PIECE: Final = 8
-
-
-def _holds_key(value: str, key: str | None) -> bool:
-    """Whether ``value`` contains the key, or is a piece of it long enough to matter."""
-    if not key:
-        return False
-    return key in value or (len(value) >= _KEY_PIECE and value in key)
-
-
 def _error_code(content: bytes, key: str | None) -> str | None:
     """A vendor error code or type, only if it is a short identifier (never a message:
-    vendors echo parts of keys and prompts in messages) that does not hold the key."""
+    vendors echo parts of keys and prompts in messages) that shares no long piece with
+    the key."""
     try:
         data = msgspec.json.decode(content)
     except msgspec.DecodeError:
@@ -108,9 +118,107 @@ def _error_code(content: bytes, key: str | None) -> str | None:
         return None
     for field in ("code", "type"):
         value = error.get(field)
-        if isinstance(value, str) and _SAFE_CODE.match(value) and not _holds_key(value, key):
+        if isinstance(value, str) and _SAFE_CODE.match(value) and not holds_key_piece(value, key):
             return value
     return None
+
+
+def _bounded(timeout: float | None, expired: type[Exception]) -> float | None:
+    """``timeout`` shortened to what is left of this thread's attempt; ``expired`` (an
+    httpcore2 timeout, which httpx2 maps to its own) once nothing is left."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the attempt's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+def _deadline_backend(httpcore: Any, inner: Any) -> Any:
+    """httpcore2's sync network backend, with every connect, read and write bounded by
+    the current attempt's deadline (``_deadline``)."""
+
+    class Stream(httpcore.NetworkStream):  # type: ignore[misc]
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            result: bytes = self._stream.read(max_bytes, _bounded(timeout, httpcore.ReadTimeout))
+            return result
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._stream.write(buffer, _bounded(timeout, httpcore.WriteTimeout))
+
+        def close(self) -> None:
+            self._stream.close()
+
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> Any:
+            bounded = _bounded(timeout, httpcore.ConnectTimeout)
+            return Stream(self._stream.start_tls(ssl_context, server_hostname, bounded))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._stream.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):  # type: ignore[misc]
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Any:
+            bounded = _bounded(timeout, httpcore.ConnectTimeout)
+            return Stream(
+                inner.connect_tcp(
+                    host, port, bounded, local_address=local_address, socket_options=socket_options
+                )
+            )
+
+        def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Any = None
+        ) -> Any:
+            bounded = _bounded(timeout, httpcore.ConnectTimeout)
+            return Stream(inner.connect_unix_socket(path, bounded, socket_options=socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            inner.sleep(seconds)
+
+    return Backend()
+
+
+def _install_deadline(client: Any) -> None:
+    """Put the deadline backend under every transport of a sync httpx2 client (the
+    default one and any proxy mounts). httpx2 has no public hook for the network
+    backend, so this sets the pool's; tests/test_live_hardening.py fails if a new
+    httpx2 moves it (a trickling endpoint would then hold the call again)."""
+    import httpcore2
+
+    for transport in (client._transport, *client._mounts.values()):
+        pool: Any = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if backend is not None:
+            pool._network_backend = _deadline_backend(httpcore2, backend)
+
+
+class _Answer(NamedTuple):
+    """What one attempt received: the status, its headers, and the body (read up to the
+    ceiling; ``None`` when the body was larger than that)."""
+
+    status: int
+    headers: httpx.Headers
+    content: bytes | None
+
+    def __repr__(self) -> str:
+        # Frames holding an answer are printed by reporters (capture_locals, Sentry);
+        # its headers and body may echo the key, so only the status is shown.
+        return f"<answer HTTP {self.status}>"
+
+
+_TIMED_OUT: Final = "did not answer within the timeout"
 
 
 class HTTPAdapter:
@@ -126,13 +234,33 @@ class HTTPAdapter:
         self._config = config
         self._headers = headers
         self._httpx = _import_httpx(self.name)
+        install_log_filter(config)
+        # Each read, write and connect is bounded by these; the attempt as a whole by
+        # the deadline (``timeout`` from its start).
         self._timeout = self._httpx.Timeout(config.timeout, connect=config.connect_timeout)
         # One pooled sync client; async clients are made per call so that acomplete
         # works from any event loop and release() stays synchronous (see docs).
-        self._client: httpx.Client = self._httpx.Client(
-            timeout=self._timeout, headers=headers, follow_redirects=False
-        )
+        self._client = self._new_client()
+        self._pid = os.getpid()
         self.model = config.model
+
+    def _new_client(self) -> httpx.Client:
+        client: httpx.Client = self._httpx.Client(
+            timeout=self._timeout, headers=self._headers, follow_redirects=False
+        )
+        _install_deadline(client)
+        return client
+
+    def _own_client(self) -> httpx.Client:
+        """The pooled sync client, made afresh in a fork child: the parent's pooled
+        connections are shared sockets, and two processes writing requests and reading
+        answers on one connection would take each other's answers."""
+        if os.getpid() != self._pid:
+            # The copies are closed (the parent's sockets stay open); a new pool starts.
+            stale, self._client = self._client, self._new_client()
+            self._pid = os.getpid()
+            stale.close()
+        return self._client
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} model={self.model!r}>"
@@ -151,38 +279,44 @@ class HTTPAdapter:
     # -- the retry policy, shared by both forms: each attempt yields an outcome, which is
     # either the neutral response, a delay before the next attempt, or the final error.
 
-    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+    def _delay(self, attempt: int, answer: _Answer | None) -> float:
         cfg = self._config
-        asked = _retry_after(response.headers) if response is not None else None
+        asked = _retry_after(answer.headers) if answer is not None else None
         if asked is not None:
             return min(asked, cfg.retry_max_wait)
         backoff = cfg.retry_backoff * (2.0**attempt) * (0.5 + random.random() / 2)
         return min(backoff, cfg.retry_max_wait)
 
     def _judge(
-        self, attempt: int, response: httpx.Response | None, failure: str | None
+        self, attempt: int, answer: _Answer | None, failure: str | None
     ) -> dict[str, Any] | float | LiveProviderError:
         last = attempt >= self._config.max_retries
         attempts = f"{attempt + 1} attempt{'s' if attempt else ''}"
-        if response is None:
+        if answer is None:
             if last:
                 return LiveProviderError(f"the live endpoint {failure} ({attempts})")
             return self._delay(attempt, None)
-        status = response.status_code
+        status = answer.status
         if status in _RETRY_STATUSES or status >= 500:
             if last:
                 return LiveProviderError(
                     f"the live endpoint answered HTTP {status} ({attempts})", status=status
                 )
-            return self._delay(attempt, response)
+            return self._delay(attempt, answer)
         if not 200 <= status < 300:
-            code = _error_code(response.content, self._config.api_key)
+            code = _error_code(answer.content or b"", self._config.api_key)
             detail = f" (error code: {code})" if code else ""
             return LiveProviderError(
                 f"the live endpoint answered HTTP {status}{detail}", status=status
             )
+        if answer.content is None:
+            return LiveProviderError(
+                "the live endpoint's response is larger than max_response_bytes "
+                f"({self._config.max_response_bytes} bytes); it was not read",
+                status=status,
+            )
         try:
-            data = msgspec.json.decode(response.content)
+            data = msgspec.json.decode(answer.content)
         except msgspec.DecodeError:
             return LiveProviderError(
                 "the live endpoint's response is not valid JSON", status=status
@@ -193,10 +327,11 @@ class HTTPAdapter:
             problem = str(exc)
         else:
             key = self._config.api_key
-            if key and key.encode() in msgspec.json.encode(neutral):
+            if key and any(holds_key_piece(text, key) for text in strings_in(neutral)):
                 # Kept, it would be written to a recording and shown to the caller.
                 return LiveProviderError(
-                    "the live endpoint's response echoes the API key; it was not kept",
+                    "the live endpoint's response echoes the API key (or a piece of it); "
+                    "it was not kept",
                     status=status,
                 )
             return neutral
@@ -208,23 +343,78 @@ class HTTPAdapter:
 
     def _failure_kind(self, exc: BaseException) -> str:
         if isinstance(exc, self._httpx.TimeoutException):
-            return "did not answer within the timeout"
+            return _TIMED_OUT
         return f"could not be reached ({type(exc).__name__})"
 
     def _encoded(self, request: dict[str, Any]) -> bytes:
         return msgspec.json.encode(self.body(request))
 
+    def _ceiling(self, response: httpx.Response) -> int | None:
+        """How much of this response's body to read (``None``: none of it, too large)."""
+        ok = 200 <= response.status_code < 300
+        limit = self._config.max_response_bytes if ok else _ERROR_BODY_CAP
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return None
+        return limit
+
+    # -- one attempt: the sync form runs under the per-thread deadline that the network
+    # backend enforces; the async form under asyncio.timeout.
+
+    def _attempt(self, body: bytes) -> _Answer | str:
+        deadline = time.monotonic() + self._config.timeout
+        token = _deadline.set(deadline)
+        try:
+            with self._own_client().stream("POST", self._config.url, content=body) as response:
+                limit = self._ceiling(response)
+                content: bytes | None = None
+                if limit is not None:
+                    buffer = bytearray()
+                    for chunk in response.iter_bytes():
+                        buffer += chunk
+                        if len(buffer) > limit:
+                            break
+                        if time.monotonic() > deadline:
+                            return _TIMED_OUT
+                    else:
+                        content = bytes(buffer)
+                    del buffer
+                return _Answer(response.status_code, response.headers, content)
+        except self._httpx.HTTPError as exc:
+            return self._failure_kind(exc)
+        finally:
+            _deadline.reset(token)
+
+    async def _aattempt(self, client: httpx.AsyncClient, body: bytes) -> _Answer | str:
+        try:
+            async with asyncio.timeout(self._config.timeout):
+                async with client.stream("POST", self._config.url, content=body) as response:
+                    limit = self._ceiling(response)
+                    content: bytes | None = None
+                    if limit is not None:
+                        buffer = bytearray()
+                        async for chunk in response.aiter_bytes():
+                            buffer += chunk
+                            if len(buffer) > limit:
+                                break
+                        else:
+                            content = bytes(buffer)
+                        del buffer
+                    return _Answer(response.status_code, response.headers, content)
+        except TimeoutError:
+            return _TIMED_OUT
+        except self._httpx.HTTPError as exc:
+            return self._failure_kind(exc)
+
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         body = self._encoded(request)
         attempt = 0
         while True:
-            response: httpx.Response | None = None
-            failure: str | None = None
-            try:
-                response = self._client.post(self._config.url, content=body)
-            except self._httpx.HTTPError as exc:
-                failure = self._failure_kind(exc)
-            outcome = self._judge(attempt, response, failure)
+            answer = self._attempt(body)
+            if isinstance(answer, str):
+                outcome = self._judge(attempt, None, answer)
+            else:
+                outcome = self._judge(attempt, answer, None)
             if isinstance(outcome, dict):
                 return outcome
             if isinstance(outcome, LiveProviderError):
@@ -234,19 +424,16 @@ class HTTPAdapter:
 
     async def acomplete(self, request: dict[str, Any]) -> dict[str, Any]:
         body = self._encoded(request)
-        cfg = self._config
         attempt = 0
         async with self._httpx.AsyncClient(
             timeout=self._timeout, headers=self._headers, follow_redirects=False
         ) as client:
             while True:
-                response: httpx.Response | None = None
-                failure: str | None = None
-                try:
-                    response = await client.post(cfg.url, content=body)
-                except self._httpx.HTTPError as exc:
-                    failure = self._failure_kind(exc)
-                outcome = self._judge(attempt, response, failure)
+                answer = await self._aattempt(client, body)
+                if isinstance(answer, str):
+                    outcome = self._judge(attempt, None, answer)
+                else:
+                    outcome = self._judge(attempt, answer, None)
                 if isinstance(outcome, dict):
                     return outcome
                 if isinstance(outcome, LiveProviderError):

@@ -37,7 +37,9 @@ class Adapter(Protocol):
     ``acomplete`` take the plain, normalised provider-neutral request (fields equal to
     their defaults are absent; docs/request.md) and return the neutral response
     ``{"content": str | None, "tool_calls": [{"id", "name", "arguments"}],
-    "finish_reason": str | None, "usage": dict | None}``. Failures of the endpoint raise
+    "finish_reason": str | None, "usage": dict | None}``, plus ``refusal`` (a string)
+    and ``reasoning`` (``{"vendor", "items"}``) only when the model gave them (never
+    dropped: docs/manifest.md, "Refusals and reasoning"). Failures of the endpoint raise
     ``LiveProviderError``; its message must never contain the API key or the prompt.
     ``close``/``aclose`` free connections; both are idempotent.
     """

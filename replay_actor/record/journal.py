@@ -103,6 +103,13 @@ class Journal:
         write_all(self._fd, line + b"\n")
         os.fsync(self._fd)
 
+    def disown(self) -> None:
+        """In a fork child: close this process's copy of the descriptor and leave the
+        file alone (the parent still appends to it, and removes it)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     def finish(self) -> None:
         """Close it; remove it unless ``keep`` (the fixture already holds every line)."""
         if self._fd < 0:

@@ -17,6 +17,16 @@ Durability, per recorded response, in this order::
 
 A second recorder of the same fixture fails at once (``durable.take_lock``), and the
 next open of a crashed session's fixture folds its journal in (``journal.py``).
+
+A session belongs to the process that opened it. In a fork child the copy is disowned:
+every call raises ``RecordingError``, and its ``release()`` only closes the child's copies
+of the descriptors, so the child can neither record answers the parent's next rewrite
+would drop, nor delete the parent's journal and lock (docs/manifest.md, "Recording and
+fork").
+
+In private mode (``data = "private"``) the request hash never appears in a traceback:
+the frames of a call hold it in a ``_RequestHash`` box whose ``repr`` does not show it,
+and a failure to record is raised from a frame that holds no copy of the table.
 """
 
 from __future__ import annotations
@@ -62,6 +72,30 @@ __all__ = ["RecordingProvider"]
 #: An entry: a single response's canonical bytes, or a sequence's (a list, in order).
 _Value = bytes | list[bytes]
 _NOT_HELD: Final = object()
+
+
+class _RequestHash:
+    """One call's request hash, held where a traceback cannot show it.
+
+    Reporters print every frame's locals with ``repr`` (``pytest --showlocals``,
+    ``capture_locals``, Sentry); in private mode the hash must not appear there
+    (docs/privacy.md), so the frames of a call hold this box and read ``.value`` only
+    inside expressions.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<request hash>"
+
+
+def _prepare(request: RequestLike) -> tuple[_RequestHash, dict[str, Any]]:
+    value, plain = prepare_request(request)
+    return _RequestHash(value), plain
+
 
 # -- the table --------------------------------------------------------------------------------
 
@@ -126,6 +160,9 @@ class RecordingProvider:
         self._lock = threading.Lock()
         self._closed = False
         self._recorded = 0
+        #: The process that owns the session (a fork child's copy is disowned).
+        self._pid = os.getpid()
+        self._lock_fd = -1
         if not os.path.isdir(self._folder):
             live.release()
             given = os.fspath(fixture)
@@ -190,19 +227,45 @@ class RecordingProvider:
     def closed(self) -> bool:
         return self._closed
 
-    def _from_fixture(self, request_hash: str) -> Any:
+    def _check_owner(self) -> None:
+        """``RecordingError`` in a fork child, ``ProviderClosed`` once released."""
+        if os.getpid() != self._pid:
+            raise RecordingError(
+                f"this recording provider belongs to process {self._pid}, which opened it; "
+                "a forked child cannot record into it (the parent owns the fixture, its "
+                "journal and its lock): record in the parent, or open a record provider "
+                "of the child's own on another fixture"
+            )
+        if self._closed:
+            raise ProviderClosed("the provider was released")
+
+    def _from_fixture(self, digest: _RequestHash) -> Any:
         """The fixture's answer for a held hash, ``_NOT_HELD`` otherwise."""
         with self._lock:
-            if self._closed:
-                raise ProviderClosed("the provider was released")
-            outcome = self._cursors.take(request_hash)
+            self._check_owner()
+            outcome = self._cursors.take(digest.value)
         if outcome is MISS:
             return _NOT_HELD
         if outcome is EXHAUSTED:
-            raise SequenceExhausted(None if self._private else request_hash)
+            raise SequenceExhausted(None if self._private else digest.value)
         return msgspec.json.decode(outcome)  # type: ignore[arg-type]
 
-    def _record(self, request_hash: str, response: dict[str, Any]) -> dict[str, Any]:
+    def _next_fixture(
+        self, request_hash: str, encoded: bytes
+    ) -> tuple[dict[str, _Value], bytes, FixtureSet] | str:
+        """The table, bytes and parsed fixture once ``encoded`` is recorded, or the
+        reason the loader refuses them (its frame, holding every hash, is gone when the
+        caller raises)."""
+        value = _append(self._table, request_hash, encoded)
+        table = {**self._table, request_hash: value}
+        data = _serialise(table)
+        try:
+            after = parse_fixture(data, self._ceilings)
+        except FixtureError as exc:
+            return exc.reason
+        return table, data, after
+
+    def _record(self, digest: _RequestHash, response: dict[str, Any]) -> dict[str, Any]:
         """Persist a live answer (journal, then fixture) and return it as replay will."""
         try:
             encoded = canonical_json(response)
@@ -213,16 +276,12 @@ class RecordingProvider:
         with self._lock:
             if self._closed:
                 raise ProviderClosed("the provider was released before the answer was recorded")
-            value = _append(self._table, request_hash, encoded)
-            table = {**self._table, request_hash: value}
-            data = _serialise(table)
-            try:
-                after = parse_fixture(data, self._ceilings)
-            except FixtureError as exc:
-                reason = exc.reason
-            else:
+            built = self._next_fixture(digest.value, encoded)
+            if not isinstance(built, str):
+                table, data, after = built
+                del built
                 base = self._current.fixture_set_hash
-                self._journal.append(base, request_hash, encoded, after.fixture_set_hash)
+                self._journal.append(base, digest.value, encoded, after.fixture_set_hash)
                 self._table = table
                 self._current = after
                 self._recorded += 1
@@ -232,31 +291,29 @@ class RecordingProvider:
                     self._journal.keep = True
                     raise
                 return msgspec.json.decode(encoded)  # type: ignore[no-any-return]
-        raise RecordingError(f"the live response cannot be recorded: it would make {reason}")
+        raise RecordingError(f"the live response cannot be recorded: it would make {built}")
 
     def complete(self, request: RequestLike) -> dict[str, Any]:
         """The fixture's answer if the fixture held this request, else a recorded live one."""
-        if self._closed:
-            raise ProviderClosed("the provider was released")
-        request_hash, plain = prepare_request(request)
-        answer = self._from_fixture(request_hash)
+        self._check_owner()
+        digest, plain = _prepare(request)
+        answer = self._from_fixture(digest)
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
-        recorded = self._record(request_hash, self._live.complete_plain(plain))
-        self._sidecar.append_or_warn(request_hash, canonical_json(plain))
+        recorded = self._record(digest, self._live.complete_plain(plain))
+        self._sidecar.append_or_warn(digest.value, canonical_json(plain))
         return recorded
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """The async form of :meth:`complete`; file work runs in a worker thread."""
-        if self._closed:
-            raise ProviderClosed("the provider was released")
-        request_hash, plain = prepare_request(request)
-        answer = await asyncio.to_thread(self._from_fixture, request_hash)
+        self._check_owner()
+        digest, plain = _prepare(request)
+        answer = await asyncio.to_thread(self._from_fixture, digest)
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
         response = await self._live.acomplete_plain(plain)
-        recorded = await asyncio.to_thread(self._record, request_hash, response)
-        await asyncio.to_thread(self._sidecar.append_or_warn, request_hash, canonical_json(plain))
+        recorded = await asyncio.to_thread(self._record, digest, response)
+        await asyncio.to_thread(self._sidecar.append_or_warn, digest.value, canonical_json(plain))
         return recorded
 
     def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
@@ -290,7 +347,19 @@ class RecordingProvider:
 
     def release(self) -> None:
         """Finish the session: the fixture is already complete, so the journal goes;
-        the lock is dropped and the live provider closed. Idempotent."""
+        the lock is dropped and the live provider closed. Idempotent.
+
+        In a fork child it only closes the child's copies of the journal and lock
+        descriptors: the files, the lock and the connections are the parent's."""
+        if os.getpid() != self._pid:
+            # No lock taken: a parent thread may have held it at the fork.
+            if not self._closed:
+                self._closed = True
+                self._journal.disown()
+                if self._lock_fd >= 0:
+                    os.close(self._lock_fd)
+                    self._lock_fd = -1
+            return
         with self._lock:
             if self._closed:
                 return

@@ -70,6 +70,8 @@ _STOP_FROM_VENDOR: Final = {
     "max_tokens": "length",
 }
 _CHOICE_WORDS: Final = {"auto": "auto", "any": "required", "none": "none"}
+#: Content blocks that are the model's reasoning, kept verbatim as the neutral reasoning.
+_REASONING_BLOCKS: Final = frozenset({"thinking", "redacted_thinking"})
 _RESERVED_PARAMS: Final = frozenset(
     {"model", "messages", "system", "tools", "tool_choice", "stream", "stop_sequences"}
 )
@@ -382,6 +384,26 @@ def _vendor_choice(choice: Any, parallel: bool) -> dict[str, Any]:
     return out
 
 
+def _assistant_blocks(message: dict[str, Any]) -> list[Any]:
+    """An assistant message's blocks, its thinking first, as the API requires.
+
+    The model's earlier thinking goes back verbatim: as blocks of the message's content
+    (how an SDK sends it), or as a neutral ``reasoning`` from Anthropic carried by the
+    message; another vendor's reasoning is omitted (docs/manifest.md, "Refusals and
+    reasoning").
+    """
+    blocks = _vendor_blocks(message.get("content"))
+    reasoning = message.get("reasoning")
+    carried: list[Any] = []
+    if type(reasoning) is dict and reasoning.get("vendor") == "anthropic":
+        carried = list(reasoning.get("items") or [])
+    thinking = [b for b in blocks if type(b) is dict and b.get("type") in _REASONING_BLOCKS]
+    if not thinking and not carried:
+        return blocks
+    rest = [b for b in blocks if not (type(b) is dict and b.get("type") in _REASONING_BLOCKS)]
+    return carried + thinking + rest
+
+
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
     """The messages body for a plain normalised neutral request (the live adapter's).
 
@@ -435,7 +457,7 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR
             raise RequestError(
                 "a system message after the conversation began has no Anthropic form"
             )
-        blocks = _vendor_blocks(message.get("content"))
+        blocks = _assistant_blocks(message)
         for call in message.get("tool_calls", []):
             try:
                 value = msgspec.json.decode(call["arguments"])
@@ -468,17 +490,28 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR
 
 
 def from_response(data: Any) -> dict[str, Any]:
-    """The neutral response for a decoded ``message``; ``MalformedResponse`` otherwise."""
+    """The neutral response for a decoded ``message``; ``MalformedResponse`` otherwise.
+
+    ``thinking`` and ``redacted_thinking`` blocks become the neutral ``reasoning``
+    (``{"vendor": "anthropic", "items": [...]}``, verbatim, in order); a ``refusal`` stop
+    becomes the neutral ``refusal`` (the answer's text, or ``""``) with ``content`` null
+    and ``finish_reason`` ``"refusal"``.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise MalformedResponse("the body is not a message")
     texts: list[str] = []
     calls: list[dict[str, str]] = []
+    reasoning: list[dict[str, Any]] = []
     for block in data["content"]:
         if not isinstance(block, dict):
             raise MalformedResponse("a content block is not an object")
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
+        elif kind in _REASONING_BLOCKS:
+            # Verbatim, signature included: the API checks it when the block is sent
+            # back in a later turn.
+            reasoning.append(block)
         elif kind == "tool_use":
             if not isinstance(block.get("name"), str):
                 raise MalformedResponse("a tool_use block has no name")
@@ -504,12 +537,19 @@ def from_response(data: Any) -> dict[str, Any]:
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
             }
-    return {
+    neutral: dict[str, Any] = {
         "content": "".join(texts) if texts else None,
         "tool_calls": calls,
         "finish_reason": _STOP_FROM_VENDOR.get(stop, stop) if isinstance(stop, str) else None,
         "usage": neutral_usage,
     }
+    if stop == "refusal":
+        # A refusal is kept as one: its text, if any, is the refusal.
+        neutral["content"] = None
+        neutral["refusal"] = "".join(texts)
+    if reasoning:
+        neutral["reasoning"] = {"vendor": "anthropic", "items": reasoning}
+    return neutral
 
 
 class AnthropicMessages:

@@ -386,7 +386,8 @@ def _read_calls(raw: Any) -> list[dict[str, str]]:
 
 def from_response(data: Any) -> dict[str, Any]:
     """The neutral response for a decoded chat-completions body; ``MalformedResponse``
-    if the body does not have that shape."""
+    if the body does not have that shape. A non-null ``message.refusal`` becomes the
+    neutral ``refusal`` (docs/manifest.md, "Refusals and reasoning")."""
     if not isinstance(data, dict):
         raise MalformedResponse("the body is not an object")
     choices = data.get("choices")
@@ -407,12 +408,20 @@ def from_response(data: Any) -> dict[str, Any]:
         raise MalformedResponse("the message content is not a string")
     finish = choices[0].get("finish_reason")
     usage = data.get("usage")
-    return {
+    neutral: dict[str, Any] = {
         "content": content,
         "tool_calls": _read_calls(message.get("tool_calls")),
         "finish_reason": finish if isinstance(finish, str) else None,
         "usage": usage if isinstance(usage, dict) else None,
     }
+    refusal = message.get("refusal")
+    if refusal is not None:
+        # The model refused: kept as the neutral refusal (docs/manifest.md, "Refusals
+        # and reasoning"), never as an empty answer; the content is then null.
+        if not isinstance(refusal, str):
+            raise MalformedResponse("the message refusal is not a string")
+        neutral["refusal"] = refusal
+    return neutral
 
 
 class OpenAIChat:

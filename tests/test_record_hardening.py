@@ -1,0 +1,353 @@
+"""Record mode against what issue 17 found (items 5, 6, 9 and 15): refusals and Anthropic
+thinking kept through live, record and replay; a fork child's copy of a recording
+session disowned; no request hash in the frames of a private exhaustion.
+
+Every test talks HTTP to a real server on 127.0.0.1; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import traceback
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay_actor import (
+    RecordingError,
+    RecordingLocked,
+    ReplayMiss,
+    SequenceExhausted,
+    entry_line,
+    load_fixture,
+    open_provider,
+    request_hash,
+)
+from replay_actor.vendors.anthropic import to_body
+from tests.chat_server import ChatServer, LoopbackServer, Received, _Server
+
+pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
+
+
+def ask(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+# -- a server answering canned bodies -----------------------------------------------------
+
+REFUSAL_TEXT = "I'm sorry, I can't help with that."
+THINKING = {
+    "type": "thinking",
+    "thinking": "The user wants the weather; call the tool.",
+    "signature": "EqQBCkYIBxgCKkBsig==",
+}
+REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"}
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+
+
+def _openai(message: dict[str, Any], finish: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    }
+
+
+def _anthropic(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 4, "output_tokens": 2},
+    }
+
+
+CANNED: dict[str, dict[str, Any]] = {
+    "openai-refusal": _openai(
+        {"role": "assistant", "content": None, "refusal": REFUSAL_TEXT}, "stop"
+    ),
+    "anthropic-thinking": _anthropic(
+        [THINKING, REDACTED, {"type": "text", "text": "Checking."}, TOOL_USE], "tool_use"
+    ),
+    "anthropic-refusal": _anthropic([{"type": "text", "text": REFUSAL_TEXT}], "refusal"),
+    "anthropic-silent-refusal": _anthropic([], "refusal"),
+    "anthropic-text": _anthropic([{"type": "text", "text": "It is sunny."}], "end_turn"),
+}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr log."""
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        scenario = self.path.strip("/").split("/")[0]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self.server.owner.record(Received(scenario, self.path, headers, json.loads(raw)))
+        body = json.dumps(CANNED[scenario]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class CannedServer(LoopbackServer):
+    """``POST /{scenario}/...`` answers ``CANNED[scenario]`` with 200."""
+
+    handler = _Handler
+    name = "canned-server"
+
+
+@pytest.fixture
+def canned() -> Iterator[CannedServer]:
+    server = CannedServer()
+    try:
+        yield server
+    finally:
+        server.close()
+    assert not server.alive
+
+
+def adapter_table(server: LoopbackServer, scenario: str) -> dict[str, Any]:
+    vendor = scenario.split("-", maxsplit=1)[0]
+    base = f"http://127.0.0.1:{server.port}/{scenario}"
+    return {
+        "adapter": vendor,
+        "model": "m",
+        "base_url": base + ("/v1" if vendor == "openai" else ""),
+        "retry_backoff": 0.0,
+    }
+
+
+def record(fixture: Path, table: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"provider": {"kind": "record", "fixture": str(fixture), "live": table, **extra}}
+
+
+def replay(fixture: Path) -> dict[str, Any]:
+    return {"provider": {"kind": "replay", "fixture": str(fixture)}}
+
+
+def live_record_replay(
+    server: LoopbackServer, scenario: str, fixture: Path, request: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The answer to ``request`` live, while recording, and replayed from the recording."""
+    table = adapter_table(server, scenario)
+    with open_provider({"provider": {"kind": "live", **table}}) as llm:
+        live = llm.complete(request)
+    with open_provider(record(fixture, table)) as rec:
+        recorded = rec.complete(request)
+    with open_provider(replay(fixture)) as rep:
+        replayed = rep.complete(request)
+    return live, recorded, replayed
+
+
+# -- 5. an OpenAI refusal is kept, not an empty answer -------------------------------------
+
+
+def test_an_openai_refusal_is_kept_through_live_record_and_replay(
+    canned: CannedServer, tmp_path: Path
+) -> None:
+    fixture = tmp_path / "refusal.jsonl"
+    answers = live_record_replay(canned, "openai-refusal", fixture, ask("do something bad"))
+    for answer in answers:
+        assert answer["refusal"] == REFUSAL_TEXT
+        assert answer["content"] is None
+        assert answer["finish_reason"] == "stop"
+    stored = load_fixture(fixture).responses_for(request_hash(ask("do something bad")))
+    assert stored is not None and stored[0]["refusal"] == REFUSAL_TEXT
+
+
+def test_an_answer_without_a_refusal_has_no_refusal_key(chat: ChatServer, tmp_path: Path) -> None:
+    table = {"adapter": "openai", "model": "m", "base_url": chat.base_url("echo")}
+    with open_provider(record(tmp_path / "f.jsonl", table)) as rec:
+        answer = rec.complete(ask("hi"))
+    assert answer["content"] == "1: hi"
+    assert "refusal" not in answer and "reasoning" not in answer
+
+
+# -- 15. Anthropic thinking blocks are kept, and sent back verbatim -----------------------
+
+
+def test_anthropic_thinking_blocks_are_recorded_and_replayed(
+    canned: CannedServer, tmp_path: Path
+) -> None:
+    fixture = tmp_path / "thinking.jsonl"
+    request = ask("weather in Paris?")
+    request["params"] = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+    answers = live_record_replay(canned, "anthropic-thinking", fixture, request)
+    for answer in answers:
+        assert answer["reasoning"] == {"vendor": "anthropic", "items": [THINKING, REDACTED]}
+        assert answer["content"] == "Checking."
+        assert answer["tool_calls"][0]["name"] == "get_weather"
+        assert answer["finish_reason"] == "tool_calls"
+        assert "refusal" not in answer
+    assert canned.received[-1].body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    stored = load_fixture(fixture).responses_for(request_hash(request))
+    assert (
+        stored is not None
+        and stored[0]["reasoning"]["items"][0]["signature"] == (THINKING["signature"])
+    )
+
+
+def test_thinking_blocks_of_an_earlier_turn_go_back_first_and_verbatim(
+    canned: CannedServer,
+) -> None:
+    table = adapter_table(canned, "anthropic-text")
+    turn = {
+        "messages": [
+            {"role": "user", "content": "weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Checking."}, THINKING, REDACTED],
+                "tool_calls": [
+                    {"id": "toolu_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "sunny"},
+        ]
+    }
+    with open_provider({"provider": {"kind": "live", **table}}) as llm:
+        assert llm.complete(turn)["content"] == "It is sunny."
+    sent = canned.received[-1].body["messages"][1]
+    assert sent["role"] == "assistant"
+    assert sent["content"] == [
+        THINKING,
+        REDACTED,
+        {"type": "text", "text": "Checking."},
+        TOOL_USE,
+    ]
+
+
+def test_a_neutral_anthropic_reasoning_on_a_message_is_sent_first_and_others_omitted() -> None:
+    message = {"role": "assistant", "content": "Checking."}
+    ours = {**message, "reasoning": {"vendor": "anthropic", "items": [THINKING]}}
+    theirs = {**message, "reasoning": {"vendor": "openai", "items": [{"type": "reasoning"}]}}
+    for sent, blocks in ((ours, [THINKING]), (theirs, [])):
+        body = to_body({"messages": [{"role": "user", "content": "q"}, sent]}, "m")
+        assert body["messages"][1]["content"] == [*blocks, {"type": "text", "text": "Checking."}]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "text"),
+    [("anthropic-refusal", REFUSAL_TEXT), ("anthropic-silent-refusal", "")],
+)
+def test_an_anthropic_refusal_is_kept(
+    canned: CannedServer, tmp_path: Path, scenario: str, text: str
+) -> None:
+    answers = live_record_replay(canned, scenario, tmp_path / "r.jsonl", ask("bad"))
+    for answer in answers:
+        assert answer["refusal"] == text
+        assert answer["content"] is None
+        assert answer["finish_reason"] == "refusal"
+
+
+# -- 6. a fork child cannot record into (or tear down) the parent's session ---------------
+
+
+def test_a_fork_child_is_refused_and_leaves_the_parents_session_whole(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    fixture = tmp_path / "forked.jsonl"
+    table = {"adapter": "openai", "model": "m", "base_url": chat.base_url("echo")}
+    rec = open_provider(record(fixture, table))
+    try:
+        assert rec.complete(ask("before"))["content"] == "1: before"
+        pid = os.fork()
+        if pid == 0:  # the child: only os._exit leaves it
+            code = 9
+            try:
+                try:
+                    rec.complete(ask("child"))
+                    code = 1  # it recorded: the parent's next rewrite would drop it
+                except RecordingError as exc:
+                    code = 0 if "forked child" in str(exc) else 2
+                try:
+                    asyncio.run(rec.acomplete(ask("child async")))
+                    code = code or 3
+                except RecordingError:
+                    pass
+                rec.release()  # must not delete the parent's journal or lock
+                rec.release()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert chat.count("echo") == 1  # the child never asked the model
+        assert (tmp_path / "forked.jsonl.journal").exists()
+        with pytest.raises(RecordingLocked):
+            open_provider(record(fixture, table))  # the parent still holds the lock
+        assert rec.complete(ask("after"))["content"] == "2: after"
+    finally:
+        rec.release()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "forked.jsonl",
+        "forked.jsonl.requests.jsonl",
+    ]
+    with open_provider(replay(fixture)) as rep:
+        assert rep.complete(ask("before"))["content"] == "1: before"
+        assert rep.complete(ask("after"))["content"] == "2: after"
+        with pytest.raises(ReplayMiss):
+            rep.complete(ask("child"))
+
+
+# -- 9. private mode: no hash in the frames of an exhaustion ------------------------------
+
+
+def _shown(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    assert tb is not None
+    report = traceback.TracebackException(type(exc), exc, tb.tb_next, capture_locals=True)
+    return "".join(report.format())
+
+
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_private_exhaustion_holds_no_hash_in_frame_locals(
+    chat: ChatServer, tmp_path: Path, form: str
+) -> None:
+    fixture = tmp_path / "p.jsonl"
+    digest = request_hash(ask("seq"))
+    fixture.write_bytes(entry_line(digest, responses=[{"content": "s"}]) + b"\n")
+    table = {"adapter": "openai", "model": "m", "base_url": chat.base_url("echo")}
+    with open_provider(record(fixture, table, data="private")) as rec:
+        if form == "sync":
+            assert rec.complete(ask("seq"))["content"] == "s"
+            with pytest.raises(SequenceExhausted) as caught:
+                rec.complete(ask("seq"))
+        else:
+
+            async def twice() -> None:
+                assert (await rec.acomplete(ask("seq")))["content"] == "s"
+                await rec.acomplete(ask("seq"))
+
+            with pytest.raises(SequenceExhausted) as caught:
+                asyncio.run(twice())
+    text = _shown(caught.value)
+    assert "_from_fixture" in text and "complete" in text  # the frames are there
+    assert "<request hash>" in text  # ... holding the box, not the hash
+    assert digest[7:] not in text and digest[7:23] not in text
+
+
+def test_a_normal_exhaustion_still_names_its_hash(chat: ChatServer, tmp_path: Path) -> None:
+    fixture = tmp_path / "n.jsonl"
+    digest = request_hash(ask("seq"))
+    fixture.write_bytes(entry_line(digest, responses=[{"content": "s"}]) + b"\n")
+    table = {"adapter": "openai", "model": "m", "base_url": chat.base_url("echo")}
+    with open_provider(record(fixture, table)) as rec:
+        rec.complete(ask("seq"))
+        with pytest.raises(SequenceExhausted) as caught:
+            rec.complete(ask("seq"))
+    assert caught.value.request_hash == digest
