@@ -28,6 +28,7 @@ from .._canonical import canonical_json
 from .._errors import RequestError
 from .._response import Response, Unexpressible
 from ._common import (
+    NOT_HASHED,
     MalformedResponse,
     VendorCall,
     canonical_arguments,
@@ -49,19 +50,14 @@ __all__ = [
 NAME: Final = "anthropic"
 
 # Keys of the body the mapping owns or drops: never copied into params.
-_OWNED: Final = frozenset(
-    {
-        "model",
-        "messages",
-        "system",
-        "tools",
-        "tool_choice",
-        "stream",
-        "metadata",
-        "cache_control",
-        "stop_sequences",
-    }
-)
+_OWNED: Final = NOT_HASHED | {
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "cache_control",
+    "stop_sequences",
+}
 _STOP_TO_VENDOR: Final = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _STOP_FROM_VENDOR: Final = {
     "end_turn": "stop",
@@ -69,6 +65,7 @@ _STOP_FROM_VENDOR: Final = {
     "tool_use": "tool_calls",
     "max_tokens": "length",
 }
+_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 _CHOICE_WORDS: Final = {"auto": "auto", "any": "required", "none": "none"}
 _RESERVED_PARAMS: Final = frozenset(
     {"model", "messages", "system", "tools", "tool_choice", "stream", "stop_sequences"}
@@ -147,8 +144,13 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:
         calls: list[dict[str, Any]] = []
         rest = []
         for j, block in enumerate(blocks):
-            if type(block) is dict and block.get("type") == "tool_use":
+            kind = block.get("type") if type(block) is dict else None
+            if kind == "tool_use":
                 calls.append(_tool_use(block, f"{where}.content[{j}]"))
+            elif kind in _THINKING:
+                # The model's own thinking sent back was decided by the earlier turns:
+                # not hashed (SPEC §15; docs/responses.md, "Reasoning and refusals").
+                continue
             else:
                 rest.append(block)
         neutral: dict[str, Any] = {"role": "assistant"}
