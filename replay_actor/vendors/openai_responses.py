@@ -360,7 +360,7 @@ def _usage(response: Response) -> dict[str, Any]:
     out.setdefault("input_tokens", 0)
     out.setdefault("output_tokens", 0)
     out.setdefault("total_tokens", out["input_tokens"] + out["output_tokens"])
-    out.setdefault("input_tokens_details", {"cached_tokens": 0})
+    out.setdefault("input_tokens_details", {"cached_tokens": 0, "cache_write_tokens": 0})
     out.setdefault("output_tokens_details", {"reasoning_tokens": 0})
     return out
 
