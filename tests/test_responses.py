@@ -21,16 +21,23 @@ from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors.openai_responses import OpenAIResponses, from_response, to_body
 from tests.responses_server import REASONING_ITEM, ResponsesServer
 
+
+def sdk(manifest: dict[str, Any]) -> Any:
+    """An ``openai.OpenAI`` on the manifest's provider, typed loosely: these tests send
+    hand-written dict items the SDK's TypedDict overloads do not spell."""
+    return openai_client(manifest)
+
+
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
-WEATHER_TOOL: dict[str, Any] = {
+WEATHER_TOOL: Any = {
     "type": "function",
     "name": "get_weather",
     "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     "strict": True,
 }
-CHAT_TOOL: dict[str, Any] = {
+CHAT_TOOL: Any = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -291,7 +298,9 @@ def test_a_refusal_sent_back_hashes_as_in_chat() -> None:
     assert responses_hash(body) == chat_hash(chat)
 
 
-def test_the_cli_hashes_a_responses_body(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_hashes_a_responses_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     body = {"model": "gpt-5", "input": "hi", "instructions": "Be brief.", "store": True}
     path = tmp_path / "body.json"
     path.write_text(json.dumps(body))
@@ -327,7 +336,10 @@ def manifest(tmp_path: Path) -> dict[str, Any]:
         (responses_hash(REFUSE_BODY), REFUSED),
         (
             responses_hash(THINK_BODY),
-            {"content": "42", "reasoning": {"vendor": "openai-responses", "items": [REASONING_ITEM]}},
+            {
+                "content": "42",
+                "reasoning": {"vendor": "openai-responses", "items": [REASONING_ITEM]},
+            },
         ),
         (
             responses_hash(CLAUDE_THINK_BODY),
@@ -336,13 +348,15 @@ def manifest(tmp_path: Path) -> dict[str, Any]:
     )
 
 
-def _kwargs(body: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in body.items()}
+def _kwargs(body: dict[str, Any]) -> Any:
+    return dict(body)
 
 
 @pytest.mark.parametrize("body", [TEXT_BODY, TOOLS_BODY, REFUSE_BODY, THINK_BODY])
-def test_a_stream_rebuilds_exactly_the_response(manifest: dict[str, Any], body: dict[str, Any]) -> None:
-    with openai_client(manifest) as client:
+def test_a_stream_rebuilds_exactly_the_response(
+    manifest: dict[str, Any], body: dict[str, Any]
+) -> None:
+    with sdk(manifest) as client:
         parsed = client.responses.parse(**_kwargs(body))
         created = client.responses.create(**_kwargs(body))
         with client.responses.stream(**_kwargs(body)) as stream:
@@ -359,21 +373,21 @@ def test_a_stream_rebuilds_exactly_the_response(manifest: dict[str, Any], body: 
 
 
 def test_answers_have_the_responses_shape(manifest: dict[str, Any]) -> None:
-    with openai_client(manifest) as client:
+    with sdk(manifest) as client:
         text = client.responses.create(**_kwargs(TEXT_BODY))
         tools = client.responses.create(**_kwargs(TOOLS_BODY))
         refused = client.responses.create(**_kwargs(REFUSE_BODY))
         thought = client.responses.create(**_kwargs(THINK_BODY))
         other = client.responses.create(**_kwargs(CLAUDE_THINK_BODY))
     assert text.output_text == "Hello!"
-    assert text.id.startswith("resp_") and text.output[0].id.startswith("msg_")  # type: ignore[union-attr]
+    assert text.id.startswith("resp_") and text.output[0].id.startswith("msg_")
     assert text.instructions == "Be brief." and text.model == "gpt-5"
     assert text.usage is not None and text.usage.input_tokens == 3
     call = tools.output[0]
     assert call.type == "function_call"
     assert (call.call_id, call.name, call.arguments) == ("call_1", "get_weather", CALL["arguments"])
     assert call.id is not None and call.id.startswith("fc_")
-    part = refused.output[0].content[0]  # type: ignore[union-attr]
+    part = refused.output[0].content[0]
     assert part.type == "refusal" and part.refusal == REFUSED["refusal"]
     # Reasoning goes back verbatim to the vendor that produced it, and to no other.
     assert thought.output[0].model_dump(exclude_none=True) == REASONING_ITEM
@@ -385,12 +399,17 @@ def test_answers_have_the_responses_shape(manifest: dict[str, Any]) -> None:
 # -- previous_response_id and ids ---------------------------------------------------------
 
 FIRST = {"model": "m", "input": "Weather in Paris?", "tools": [WEATHER_TOOL]}
-OUTPUT_ITEM = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+OUTPUT_ITEM: Any = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
 SECOND_FULL = {
     "model": "m",
     "input": [
         {"role": "user", "content": "Weather in Paris?"},
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
         OUTPUT_ITEM,
     ],
     "tools": [WEATHER_TOOL],
@@ -401,7 +420,12 @@ OTHER_SECOND = {
     "model": "m",
     "input": [
         {"role": "user", "content": "Weather where I am?"},
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
         OUTPUT_ITEM,
     ],
     "tools": [WEATHER_TOOL],
@@ -419,10 +443,13 @@ def multi_turn(tmp_path: Path) -> dict[str, Any]:
     )
 
 
-def _chain(client: openai.OpenAI, first: dict[str, Any]) -> tuple[Any, Any]:
+def _chain(client: Any, first: dict[str, Any]) -> tuple[Any, Any]:
     one = client.responses.create(**first)
     two = client.responses.create(
-        model="m", previous_response_id=one.id, input=[OUTPUT_ITEM], tools=[WEATHER_TOOL]  # type: ignore[list-item]
+        model="m",
+        previous_response_id=one.id,
+        input=[OUTPUT_ITEM],
+        tools=[WEATHER_TOOL],
     )
     return one, two
 
@@ -430,7 +457,7 @@ def _chain(client: openai.OpenAI, first: dict[str, Any]) -> tuple[Any, Any]:
 def test_previous_response_id_expands_what_this_provider_served(
     multi_turn: dict[str, Any],
 ) -> None:
-    with openai_client(multi_turn) as client:
+    with sdk(multi_turn) as client:
         one, two = _chain(client, FIRST)
         other_one, other_two = _chain(client, OTHER_FIRST)
         # A streamed turn is remembered too.
@@ -439,18 +466,18 @@ def test_previous_response_id_expands_what_this_provider_served(
     assert two.output_text == "Sunny in Paris."
     assert other_two.output_text == "Sunny where you are."
     # The same answer ending two conversations: two ids, each expanding to its own.
-    assert [o.call_id for o in one.output] == [o.call_id for o in other_one.output]  # type: ignore[union-attr]
+    assert [o.call_id for o in one.output] == [o.call_id for o in other_one.output]
     assert one.id != other_one.id
     assert streamed_one.id == one.id
-    with openai_client(multi_turn) as again:
+    with sdk(multi_turn) as again:
         rerun_one, rerun_two = _chain(again, FIRST)
     # Stable: a rerun of the same conversation sees the same ids.
     assert (rerun_one.id, rerun_two.id) == (one.id, two.id)
-    assert [o.id for o in rerun_two.output] == [o.id for o in two.output]  # type: ignore[union-attr]
+    assert [o.id for o in rerun_two.output] == [o.id for o in two.output]
 
 
 def test_an_unknown_previous_response_id_is_a_400_naming_it(multi_turn: dict[str, Any]) -> None:
-    with openai_client(multi_turn) as client, pytest.raises(openai.BadRequestError) as caught:
+    with sdk(multi_turn) as client, pytest.raises(openai.BadRequestError) as caught:
         client.responses.create(model="m", previous_response_id="resp_never", input="hi")
     assert "resp_never" in str(caught.value)
 
@@ -476,7 +503,7 @@ def test_the_transcript_memory_is_bounded() -> None:
 def test_private_mode_puts_no_request_hash_in_an_answer(tmp_path: Path) -> None:
     fixture = write_fixture(tmp_path / "p.jsonl", (responses_hash(TEXT_BODY), {"content": "ok"}))
     private = {"provider": {**fixture["provider"], "data": "private"}}
-    with openai_client(private) as client:
+    with sdk(private) as client:
         answer = client.responses.create(**_kwargs(TEXT_BODY))
         with pytest.raises(openai.NotFoundError) as caught:
             client.responses.create(model="m", input="not in the fixture")
@@ -484,7 +511,8 @@ def test_private_mode_puts_no_request_hash_in_an_answer(tmp_path: Path) -> None:
     assert digest[:24] not in answer.model_dump_json()
     missed = responses_hash({"model": "m", "input": "not in the fixture"}).removeprefix("sha256:")
     assert missed not in str(caught.value) and missed not in json.dumps(caught.value.body)
-    assert str(caught.value.body["message"]) == "no replay fixture matches this request"  # type: ignore[index]
+    body: Any = caught.value.body
+    assert body["message"] == "no replay fixture matches this request"
 
 
 # -- live and record: the openai-responses adapter ----------------------------------------
@@ -505,18 +533,18 @@ def test_record_keeps_reasoning_and_refusals_and_replays_them(
     responses_server: ResponsesServer, tmp_path: Path
 ) -> None:
     fixture = tmp_path / "rec.jsonl"
-    with openai_client(_record(responses_server, "reasoning", fixture)) as client:
+    with sdk(_record(responses_server, "reasoning", fixture)) as client:
         recorded = client.responses.create(model="gpt-5", input="hello", store=False)
     body = responses_server.received[0].body
     assert body["input"] == [{"type": "message", "role": "user", "content": "hello"}]
     assert body["model"] == "test-model" and "store" not in body
-    with openai_client({"provider": {"kind": "replay", "fixture": str(fixture)}}) as client:
+    with sdk({"provider": {"kind": "replay", "fixture": str(fixture)}}) as client:
         replayed = client.responses.create(model="gpt-5", input="hello")
     assert replayed.output[0].model_dump(exclude_none=True) == REASONING_ITEM
     assert replayed.output_text == recorded.output_text == "Hello!"
     assert replayed.output == recorded.output
     fixture2 = tmp_path / "refusal.jsonl"
-    with openai_client(_record(responses_server, "refusal", fixture2)) as client:
+    with sdk(_record(responses_server, "refusal", fixture2)) as client:
         client.responses.create(model="gpt-5", input="forbidden")
     stored = json.loads(fixture2.read_text())["response"]
     assert stored["refusal"] == "I can't help with that." and stored["content"] is None
@@ -526,20 +554,31 @@ def test_record_a_tool_loop_sends_the_responses_wire(
     responses_server: ResponsesServer, tmp_path: Path
 ) -> None:
     fixture = tmp_path / "loop.jsonl"
-    with openai_client(_record(responses_server, "weather", fixture)) as client:
+    with sdk(_record(responses_server, "weather", fixture)) as client:
         one = client.responses.create(
-            model="m", input="Weather?", tools=[WEATHER_TOOL], max_output_tokens=40  # type: ignore[list-item]
+            model="m",
+            input="Weather?",
+            tools=[WEATHER_TOOL],
+            max_output_tokens=40,
         )
         call = one.output[0]
         assert call.type == "function_call"
         output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
         two = client.responses.create(
-            model="m", previous_response_id=one.id, input=[output], tools=[WEATHER_TOOL]  # type: ignore[list-item]
+            model="m",
+            previous_response_id=one.id,
+            input=[output],
+            tools=[WEATHER_TOOL],
         )
     assert two.output_text == "Forecast: sunny"
     sent = responses_server.received[1].body
     assert sent["input"][1:] == [
-        {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Paris"}',
+        },
         {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
     ]
     assert responses_server.received[0].body["max_output_tokens"] == 40
@@ -551,9 +590,9 @@ def test_a_live_answer_with_a_built_in_tool_item_fails_closed(
     responses_server: ResponsesServer, tmp_path: Path
 ) -> None:
     fixture = tmp_path / "b.jsonl"
-    with openai_client(_record(responses_server, "builtin", fixture)) as client:
-        with pytest.raises(openai.APIStatusError) as caught:
-            client.responses.create(model="m", input="search")
+    manifest = _record(responses_server, "builtin", fixture)
+    with sdk(manifest) as client, pytest.raises(openai.APIStatusError) as caught:
+        client.responses.create(model="m", input="search")
     assert caught.value.status_code == 502
     assert not fixture.exists() or fixture.read_text() == ""
 
