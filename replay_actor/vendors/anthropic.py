@@ -13,8 +13,10 @@ conversation sent through either vendor's SDK hashes alike: the top-level ``syst
 becomes the first message, ``tool_use`` blocks become an assistant's ``tool_calls`` (their
 ``input`` as RFC 8785 text), each ``tool_result`` block of a user message becomes a
 ``tool`` message placed before the rest of that message, ``stop_sequences`` becomes
-``params.stop``, and ``tool_choice`` ``any`` is ``required``. ``model``, ``stream``,
-``metadata`` and every ``cache_control`` are delivery details, not hashed.
+``params.stop``, and ``tool_choice`` ``any`` is ``required``. The transport hints of
+``_common.NOT_HASHED`` (``model``, ``stream``, ``metadata``, ...) and every
+``cache_control`` are delivery details, and ``thinking`` / ``redacted_thinking`` blocks
+sent back are the model's own earlier output: none of them is hashed.
 """
 
 from __future__ import annotations
