@@ -188,7 +188,8 @@ def _items(items: list[Any], where: str) -> list[dict[str, Any]]:
         kind = item.get("type", "message")
         if kind == "message":
             _extra(item, _MESSAGE_KEYS, at)
-            role = _ROLES.get(item.get("role"))  # type: ignore[arg-type]
+            raw_role = item.get("role")
+            role = _ROLES.get(raw_role) if type(raw_role) is str else None
             if role is None:
                 raise RequestError(f"{at}.role must be user, assistant, system or developer")
             message: dict[str, Any] = {"role": role}
