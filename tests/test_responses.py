@@ -18,6 +18,7 @@ from replay_actor.cli import main
 from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import make_vendor
 from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors._common import MalformedResponse
 from replay_actor.vendors.openai_responses import OpenAIResponses, from_response, to_body
 from tests.responses_server import REASONING_ITEM, ResponsesServer
 
@@ -296,6 +297,25 @@ def test_a_refusal_sent_back_hashes_as_in_chat() -> None:
         ],
     }
     assert responses_hash(body) == chat_hash(chat)
+
+
+def test_errors_repeat_identifiers_never_payloads() -> None:
+    secret = "PLANTED SECRET: the patient's name is Jane"
+    vendor = make_vendor("openai-responses")
+    bodies: list[dict[str, Any]] = [
+        {"input": [{"type": secret}]},
+        {"input": "hi", "tools": [{"type": secret}]},
+        {"input": "hi", "text": {"format": {"type": secret}}},
+        {"input": "hi", "previous_response_id": secret},
+        {"input": "hi", "tools": [WEATHER_TOOL], "tool_choice": {"type": secret}},
+    ]
+    for body in bodies:
+        with pytest.raises(RequestError) as caught:
+            vendor.read_body({"model": "m", **body})
+        assert "Jane" not in str(caught.value)
+    with pytest.raises(MalformedResponse) as bad:
+        from_response({"output": [{"type": secret}]})
+    assert "Jane" not in str(bad.value)
 
 
 def test_the_cli_hashes_a_responses_body(

@@ -117,6 +117,17 @@ _TOOL_KEYS: Final = frozenset({"type", "name", "description", "parameters", "str
 _encode: Final = msgspec.json.encode
 
 
+_NAME: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+def _name(value: Any) -> str:
+    """``value`` quoted when it is a short identifier (a type name, an id), for an error
+    message; anything else could be a payload and is not repeated."""
+    if type(value) is str and _NAME.match(value):
+        return repr(value)
+    return "(not an identifier)"
+
+
 def _hex(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -226,13 +237,13 @@ def _items(items: list[Any], where: str) -> list[dict[str, Any]]:
         elif kind == "item_reference":
             raise RequestError(f"{at} is an item_reference; send the item itself to replay")
         else:
-            raise RequestError(f"{at}.type {kind!r} cannot be replayed (built-in tool item)")
+            raise RequestError(f"{at}.type {_name(kind)} cannot be replayed (built-in tool item)")
     return out
 
 
 def _tools(tools: list[Any]) -> list[dict[str, Any]]:
     builtin = [
-        str(t.get("type")) if type(t) is dict else repr(t)
+        _name(t.get("type") if type(t) is dict else None).strip("'")
         for t in tools
         if type(t) is not dict or t.get("type") != "function"
     ]
@@ -261,7 +272,7 @@ def _tool_choice(choice: Any) -> Any:
         if kind == "function" and set(choice) == {"type", "name"}:
             return {"name": choice["name"]}
         if kind not in ("allowed_tools",):
-            raise RequestError(f"tool_choice of type {kind!r} cannot be replayed")
+            raise RequestError(f"tool_choice of type {_name(kind)} cannot be replayed")
     return choice
 
 
@@ -290,7 +301,7 @@ def _text(text: Any, request: dict[str, Any], params: dict[str, Any]) -> None:
         _extra(schema, frozenset({"name", "schema", "strict", "description"}), "text.format")
         request["response_format"] = {"type": "json_schema", "json_schema": schema}
         return
-    raise RequestError(f"text.format of type {kind!r} cannot be replayed")
+    raise RequestError(f"text.format of type {_name(kind)} cannot be replayed")
 
 
 def _reasoning_params(reasoning: Any, params: dict[str, Any]) -> None:
@@ -540,7 +551,7 @@ class OpenAIResponses:
                 self._served.move_to_end(previous_id)
         if served is None:
             raise RequestError(
-                f"previous_response_id {previous_id!r} was not served by this replay "
+                f"previous_response_id {_name(previous_id)} was not served by this replay "
                 "provider (or is no longer remembered); send the whole conversation as input"
             )
         return {"conversation": served.conversation}
@@ -802,7 +813,7 @@ def from_response(data: Any) -> dict[str, Any]:
         elif kind == "reasoning":
             reasoning.append(item)
         else:
-            raise MalformedResponse(f"an output item of type {kind!r} has no neutral form")
+            raise MalformedResponse(f"an output item of type {_name(kind)} has no neutral form")
     status = data.get("status")
     details = data.get("incomplete_details")
     reason = details.get("reason") if isinstance(details, dict) else None
