@@ -480,6 +480,8 @@ def test_previous_response_id_expands_what_this_provider_served(
     with sdk(multi_turn) as client:
         one, two = _chain(client, FIRST)
         other_one, other_two = _chain(client, OTHER_FIRST)
+        # The same conversation resent whole: the same entry and the same ids.
+        resent = client.responses.create(**SECOND_FULL)
         # A streamed turn is remembered too.
         with client.responses.stream(**FIRST) as stream:
             streamed_one = stream.get_final_response()
@@ -489,6 +491,7 @@ def test_previous_response_id_expands_what_this_provider_served(
     assert [o.call_id for o in one.output] == [o.call_id for o in other_one.output]
     assert one.id != other_one.id
     assert streamed_one.id == one.id
+    assert resent.id == two.id and resent.output[0].id == two.output[0].id
     with sdk(multi_turn) as again:
         rerun_one, rerun_two = _chain(again, FIRST)
     # Stable: a rerun of the same conversation sees the same ids.

@@ -85,12 +85,14 @@ def _agent(client: Any) -> Any:
     )
 
 
-async def _run(manifest: dict[str, Any]) -> tuple[str, list[str | None]]:
+async def _run(manifest: dict[str, Any], *, chained: bool = False) -> tuple[str, list[str | None]]:
     import agents
 
     client = async_openai_client(manifest)
     try:
-        result = await agents.Runner.run(_agent(client), "Weather in Paris?")
+        result = await agents.Runner.run(
+            _agent(client), "Weather in Paris?", auto_previous_response_id=chained
+        )
     finally:
         await client.close()
     return str(result.final_output), [r.response_id for r in result.raw_responses]
@@ -129,6 +131,9 @@ def test_an_openai_agents_agent_replays_on_its_default_responses_path(
     assert first[0] == streamed_output == "Forecast: sunny in Paris"
     assert streamed_ids == first[1] and all(i and i.startswith("resp_") for i in first[1])
     assert "raw_response_event" in kinds
+    # Chained by previous_response_id (the agent sends only the new items): expanded
+    # from what this client served, the same conversation, the same entries.
+    assert asyncio.run(_run(replay_manifest(fixture), chained=True)) == first
     assert len(responses_server.received) == 2  # replay never reached the server
 
 

@@ -20,8 +20,8 @@ it never served (or has forgotten) is a ``RequestError`` naming it. One object i
 per serving provider (``vendors.make_vendor``), so the memory is that provider's.
 
 Ids: the response id is ``resp_`` + 24 hex characters of a sha256 over the neutral
-response, the ``previous_response_id`` it continues and an occurrence number that tells
-apart different conversations that ended in the same answer (docs/responses.md, "Ids");
+response, the number of messages it answered and an occurrence number that tells apart
+different conversations that ended in the same answer (docs/responses.md, "Ids");
 item ids (``msg_``, ``fc_``) derive from the response id and the item's position. No id
 is derived from the request or its hash, so nothing private crosses in an id.
 """
@@ -561,12 +561,13 @@ class OpenAIResponses:
     def _serve(self, response: Response, call: VendorCall) -> tuple[str, list[dict[str, Any]]]:
         """The response id and output items for ``response`` answering ``call``,
         remembered for a later ``previous_response_id``."""
-        previous = (
-            call.echo.get("previous_response_id") if isinstance(call, ResponsesCall) else None
-        )
         lead = call.lead if isinstance(call, ResponsesCall) else 0
+        # The answer and its position in the conversation; never the request itself. A
+        # conversation continued by previous_response_id expands to the same messages
+        # as one resent whole, so both get the same ids.
+        position = len(call.request["messages"])
         seed = hashlib.sha256(
-            canonical_json({"previous": previous, "response": msgspec.to_builtins(response)})
+            canonical_json({"position": position, "response": msgspec.to_builtins(response)})
         ).hexdigest()
         with self._lock:
             for occurrence in range(len(self._served) + 1):
