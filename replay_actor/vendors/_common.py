@@ -38,7 +38,7 @@ __all__ = [
 _decode: Final = msgspec.json.decode
 
 #: Body keys that do not change the answer (transport, billing, caching and retention
-#: hints): never hashed, in every vendor mapping (SPEC §15; docs/request.md). openai-agents
+#: hints): never hashed, in every vendor mapping (docs/sdk.md, "The mapping"). openai-agents
 #: sends a random ``prompt_cache_key`` and ``store: true`` on every run, for instance.
 NOT_HASHED: Final = frozenset(
     {

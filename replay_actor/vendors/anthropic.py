@@ -151,7 +151,7 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:
                 calls.append(_tool_use(block, f"{where}.content[{j}]"))
             elif kind in _THINKING:
                 # The model's own thinking sent back was decided by the earlier turns:
-                # not hashed (SPEC §15; docs/responses.md, "Reasoning and refusals").
+                # not hashed (docs/responses.md, "Reasoning and refusals").
                 continue
             else:
                 rest.append(block)
