@@ -649,3 +649,46 @@ def test_live_mapping_both_ways() -> None:
     )
     assert answer["finish_reason"] == "length" and answer["content"] == "Hel"
     assert answer["created"] == 5
+
+
+def test_structured_output_through_either_sdk_helper_meets_one_entry(tmp_path: Path) -> None:
+    """``responses.parse(text_format=M)`` sends ``text.format``; ``chat.completions.parse(
+    response_format=M)`` sends ``response_format``: one neutral request, one entry."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        country: str
+
+    empty = write_fixture(tmp_path / "empty.jsonl")
+    with sdk(empty) as client, pytest.raises(openai.NotFoundError) as caught:
+        client.chat.completions.parse(model="m", messages=ASK, response_format=City)
+    missed = caught.value.body["message"]  # type: ignore[index]
+    digest = missed.rpartition("request_hash: ")[2].rstrip(")")
+    assert digest.startswith("sha256:")
+    answer = {"content": '{"name":"Porto","country":"Portugal"}'}
+    fixture = write_fixture(tmp_path / "city.jsonl", (digest, answer))
+    with sdk(fixture) as client:
+        parsed = client.responses.parse(model="gpt-5", input="hi", text_format=City)
+        chat = client.chat.completions.parse(model="m", messages=ASK, response_format=City)
+    assert parsed.output_parsed == City(name="Porto", country="Portugal")
+    assert chat.choices[0].message.parsed == parsed.output_parsed
+
+
+def test_a_transport_for_openai_answers_both_shapes_and_one_for_responses_only_that(
+    manifest: dict[str, Any],
+) -> None:
+    import httpx2
+
+    from replay_actor import ProviderTransport, open_provider
+
+    provider = open_provider(manifest)
+    http = httpx2.Client(transport=ProviderTransport(provider, "openai-responses"))
+    client: Any = openai.OpenAI(api_key="unused", http_client=http, max_retries=0)
+    try:
+        assert client.responses.create(**TEXT_BODY).output_text == "Hello!"
+        with pytest.raises(openai.NotFoundError, match="/responses"):
+            client.chat.completions.create(model="m", messages=ASK)
+    finally:
+        client.close()
+    assert provider.closed
