@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P10"}, "pipelined batch (P10)", lambda: concurrency.run_pipeline(cfg)),
         ({"P11"}, "a slow peer (P11)", lambda: slowpeer.run_slow_peer(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
+        ({"P12", "P12R"}, "the SDK path, Responses API (P12r)", lambda: sdk.run_sdk_responses(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
     ]

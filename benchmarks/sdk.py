@@ -4,42 +4,53 @@ request -> ``complete()`` -> vendor response), against the floor: the same SDK c
 ``httpx2.MockTransport`` returning the same canned JSON, plus one ``complete()`` of the
 same request on a handle of its own. The difference is what the mapping and the
 transport cost on top of the SDK and the actor round trip.
+
+P12r is the same for the Responses API shape (``responses.create``, docs/responses.md),
+with the realistic request less its ``stop`` and ``seed`` (which the Responses API
+cannot say); its
+fixture is the P12 one with that request's entry last.
 """
 
 from __future__ import annotations
 
+import hashlib
 import statistics
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import msgspec
 import openai
 
-from replay_actor import acquire, openai_client, request_hash
+from replay_actor import acquire, entry_line, openai_client, request_hash
 from replay_actor._response import read_response
 from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors import openai_responses as vendor_responses
 
 from .timing import Config, Row, Stats, interleave, per_call
-from .workload import fixture, realistic_request
+from .workload import cache_dir, fixture, realistic_request, response_for
 
-__all__ = ["run_sdk"]
+__all__ = ["run_sdk", "run_sdk_responses"]
 
 MODEL = "gpt-4.1-mini"
 
 
-def run_sdk(cfg: Config) -> list[Row]:
-    req = realistic_request()
-    body = vendor_openai.to_body(req, MODEL)
-    if request_hash(vendor_openai.read_body(body).request) != request_hash(req):
-        raise AssertionError("the SDK body does not hash as the realistic request")
-    path = fixture(100)
+def _measure(
+    cfg: Config,
+    *,
+    row_id: str,
+    what: str,
+    path: Path,
+    req: dict[str, Any],
+    canned_for: Callable[[dict[str, Any]], bytes],
+    call: Callable[[openai.OpenAI], Any],
+) -> list[Row]:
     calls = cfg.pick(200, 50)
     reps = cfg.pick(21, 5)
     ours = openai_client({"provider": {"kind": "replay", "fixture": str(path)}})
     handle = acquire(path, timeout=120.0)
-    canned = msgspec.json.encode(
-        vendor_openai.response_body(read_response(handle.complete(req)), MODEL)
-    )
+    canned = canned_for(handle.complete(req))
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         return httpx2.Response(200, headers={"content-type": "application/json"}, content=canned)
@@ -47,22 +58,18 @@ def run_sdk(cfg: Config) -> list[Row]:
     mock = openai.OpenAI(
         api_key="x", http_client=httpx2.Client(transport=httpx2.MockTransport(answer))
     )
-    kwargs: dict[str, Any] = dict(body)
 
     def floor() -> None:
-        mock.chat.completions.create(**kwargs)
+        call(mock)
         handle.complete(req)
 
     try:
-        a = ours.chat.completions.create(**kwargs)
-        b = mock.chat.completions.create(**kwargs)
+        a = call(ours)
+        b = call(mock)
         if a.model_dump() != b.model_dump():
             raise AssertionError("the two sides do not answer alike")
         samples = interleave(
-            {
-                "ours": per_call(lambda: ours.chat.completions.create(**kwargs), calls),
-                "floor": per_call(floor, calls),
-            },
+            {"ours": per_call(lambda: call(ours), calls), "floor": per_call(floor, calls)},
             reps=reps,
             warmup=2,
         )
@@ -77,8 +84,8 @@ def run_sdk(cfg: Config) -> list[Row]:
     )
     return [
         Row(
-            id="P12",
-            what="openai_client chat.completions.create, realistic request, replay",
+            id=row_id,
+            what=what,
             unit="us",
             ours=mine,
             reference=base,
@@ -90,3 +97,61 @@ def run_sdk(cfg: Config) -> list[Row]:
             extra={"paired_median_ratio": paired},
         )
     ]
+
+
+def run_sdk(cfg: Config) -> list[Row]:
+    req = realistic_request()
+    body = vendor_openai.to_body(req, MODEL)
+    if request_hash(vendor_openai.read_body(body).request) != request_hash(req):
+        raise AssertionError("the SDK body does not hash as the realistic request")
+    kwargs: dict[str, Any] = dict(body)
+    return _measure(
+        cfg,
+        row_id="P12",
+        what="openai_client chat.completions.create, realistic request, replay",
+        path=fixture(100),
+        req=req,
+        canned_for=lambda response: msgspec.json.encode(
+            vendor_openai.response_body(read_response(response), MODEL)
+        ),
+        call=lambda client: client.chat.completions.create(**kwargs),
+    )
+
+
+def _responses_fixture(req: dict[str, Any], entries: int = 100) -> Path:
+    path = cache_dir() / f"fixture-responses-{request_hash(req)[7:19]}-{entries}.jsonl"
+    if not path.exists():
+        lines = [
+            entry_line(
+                "sha256:" + hashlib.sha256(b"entry %d" % i).hexdigest(), response=response_for(i)
+            )
+            for i in range(entries - 1)
+        ]
+        lines.append(entry_line(request_hash(req), response=response_for(-1)))
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(b"\n".join(lines) + b"\n")
+        tmp.replace(path)
+    return path
+
+
+def run_sdk_responses(cfg: Config) -> list[Row]:
+    req = realistic_request()
+    # The Responses API has no stop and no seed.
+    del req["params"]["stop"], req["params"]["seed"]
+    body = vendor_responses.to_body(req, MODEL)
+    vendor = vendor_responses.OpenAIResponses()
+    read = vendor.read_body(body)
+    if request_hash(read.request) != request_hash(req):
+        raise AssertionError("the Responses body does not hash as the realistic request")
+    kwargs: dict[str, Any] = dict(body)
+    return _measure(
+        cfg,
+        row_id="P12r",
+        what="openai_client responses.create, realistic request, replay",
+        path=_responses_fixture(req),
+        req=req,
+        canned_for=lambda response: msgspec.json.encode(
+            vendor.response_body(read_response(response), read)
+        ),
+        call=lambda client: client.responses.create(**kwargs),
+    )

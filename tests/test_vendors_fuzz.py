@@ -11,12 +11,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from replay_actor import RequestError, request_hash
 from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai_responses import OpenAIResponses
+from replay_actor.vendors.openai_responses import to_body as responses_to_body
 
 text = st.text(max_size=20)
 json_leaf = st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | text
@@ -95,11 +97,30 @@ def test_the_anthropic_form_of_a_conversation_hashes_alike(body: dict[str, Any])
     assert request_hash(vendor_anthropic.read_body(anthropic_body).request) == request_hash(neutral)
 
 
+@settings(max_examples=150, deadline=None)
+@given(openai_body())
+def test_the_responses_form_of_a_conversation_hashes_alike(body: dict[str, Any]) -> None:
+    """Every generated conversation said as Responses input items (written with the live
+    adapter's mapping) hashes as the OpenAI chat body does (``stop`` aside: the
+    Responses API has none)."""
+    neutral = vendor_openai.read_body(body).request
+    assume("stop" not in neutral.get("params", {}))
+    responses_body = responses_to_body(neutral, "gpt-5")
+    read = OpenAIResponses().read_body(responses_body).request
+    assert request_hash(read) == request_hash(neutral)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(
         st.sampled_from(
             [
+                "input",
+                "instructions",
+                "text",
+                "reasoning",
+                "max_output_tokens",
+                "previous_response_id",
                 "messages",
                 "tools",
                 "tool_choice",
@@ -116,7 +137,7 @@ def test_the_anthropic_form_of_a_conversation_hashes_alike(body: dict[str, Any])
     )
 )
 def test_arbitrary_bodies_raise_only_request_error(body: dict[str, Any]) -> None:
-    for vendor in (vendor_openai, vendor_anthropic):
+    for vendor in (vendor_openai, vendor_anthropic, OpenAIResponses()):
         try:
             request_hash(vendor.read_body(body).request)
         except RequestError:
@@ -141,3 +162,24 @@ def test_arbitrary_messages_raise_only_request_error(messages: list[Any]) -> Non
             request_hash(vendor.read_body({"messages": messages}).request)
         except RequestError:
             pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(
+                ["type", "role", "content", "call_id", "name", "arguments", "output", "id"]
+            ),
+            json_value | st.sampled_from(["message", "function_call", "function_call_output"]),
+            max_size=5,
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_arbitrary_responses_items_raise_only_request_error(items: list[Any]) -> None:
+    try:
+        request_hash(OpenAIResponses().read_body({"input": items}).request)
+    except RequestError:
+        pass

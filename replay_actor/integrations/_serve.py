@@ -46,7 +46,7 @@ from .._errors import (
     SequenceExhausted,
 )
 from .._response import Unexpressible, read_response
-from ..vendors import Vendor, make_vendor, vendor_names
+from ..vendors import Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
 
 if TYPE_CHECKING:
@@ -103,7 +103,8 @@ class Exchange:
     __slots__ = ("_vendors", "api")
 
     def __init__(self, api: str | None) -> None:
-        names = vendor_names() if api is None else (api,)
+        # api="openai" answers the OpenAI SDK's chat completions and Responses calls.
+        names = vendor_names() if api is None else served_with(api)
         # make_vendor raises ValueError naming the registered APIs for an unknown one.
         self._vendors: tuple[Vendor, ...] = tuple(make_vendor(name) for name in names)
         self.api = api

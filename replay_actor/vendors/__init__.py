@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .._response import Response
     from ._common import VendorCall
 
-__all__ = ["REGISTRY", "Vendor", "make_vendor", "vendor_names"]
+__all__ = ["REGISTRY", "Vendor", "make_vendor", "served_with", "vendor_names"]
 
 
 class Vendor(Protocol):
@@ -72,7 +72,18 @@ class Vendor(Protocol):
 REGISTRY: Final[dict[str, str]] = {
     "openai": "replay_actor.vendors.openai:OpenAIChat",
     "anthropic": "replay_actor.vendors.anthropic:AnthropicMessages",
+    "openai-responses": "replay_actor.vendors.openai_responses:OpenAIResponses",
 }
+
+
+#: The APIs one vendor SDK speaks at one base URL: a transport for ``api="openai"`` answers
+#: the OpenAI SDK's chat completions and its Responses API alike.
+_SERVED_WITH: Final[dict[str, tuple[str, ...]]] = {"openai": ("openai", "openai-responses")}
+
+
+def served_with(name: str) -> tuple[str, ...]:
+    """The vendor APIs a transport for ``name`` answers (``name`` first)."""
+    return _SERVED_WITH.get(name, (name,))
 
 
 def vendor_names() -> tuple[str, ...]:

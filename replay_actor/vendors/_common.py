@@ -25,6 +25,7 @@ from .._errors import RequestError
 from .._response import Response
 
 __all__ = [
+    "NOT_HASHED",
     "MalformedResponse",
     "VendorCall",
     "canonical_arguments",
@@ -35,6 +36,25 @@ __all__ = [
 ]
 
 _decode: Final = msgspec.json.decode
+
+#: Body keys that do not change the answer (transport, billing, caching and retention
+#: hints): never hashed, in every vendor mapping (docs/sdk.md, "The mapping"). openai-agents
+#: sends a random ``prompt_cache_key`` and ``store: true`` on every run, for instance.
+NOT_HASHED: Final = frozenset(
+    {
+        "model",
+        "stream",
+        "stream_options",
+        "store",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+        "metadata",
+        "service_tier",
+        "safety_identifier",
+        "user",
+        "include",
+    }
+)
 _TEXT_PART_KEYS: Final = frozenset({"type", "text"})
 
 

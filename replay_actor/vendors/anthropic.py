@@ -13,8 +13,10 @@ conversation sent through either vendor's SDK hashes alike: the top-level ``syst
 becomes the first message, ``tool_use`` blocks become an assistant's ``tool_calls`` (their
 ``input`` as RFC 8785 text), each ``tool_result`` block of a user message becomes a
 ``tool`` message placed before the rest of that message, ``stop_sequences`` becomes
-``params.stop``, and ``tool_choice`` ``any`` is ``required``. ``model``, ``stream``,
-``metadata`` and every ``cache_control`` are delivery details, not hashed.
+``params.stop``, and ``tool_choice`` ``any`` is ``required``. The transport hints of
+``_common.NOT_HASHED`` (``model``, ``stream``, ``metadata``, ...) and every
+``cache_control`` are delivery details, and ``thinking`` / ``redacted_thinking`` blocks
+sent back are the model's own earlier output: none of them is hashed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .._canonical import canonical_json
 from .._errors import RequestError
 from .._response import Response, Unexpressible
 from ._common import (
+    NOT_HASHED,
     MalformedResponse,
     VendorCall,
     canonical_arguments,
@@ -49,19 +52,14 @@ __all__ = [
 NAME: Final = "anthropic"
 
 # Keys of the body the mapping owns or drops: never copied into params.
-_OWNED: Final = frozenset(
-    {
-        "model",
-        "messages",
-        "system",
-        "tools",
-        "tool_choice",
-        "stream",
-        "metadata",
-        "cache_control",
-        "stop_sequences",
-    }
-)
+_OWNED: Final = NOT_HASHED | {
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "cache_control",
+    "stop_sequences",
+}
 _STOP_TO_VENDOR: Final = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
 _STOP_FROM_VENDOR: Final = {
     "end_turn": "stop",
@@ -69,6 +67,7 @@ _STOP_FROM_VENDOR: Final = {
     "tool_use": "tool_calls",
     "max_tokens": "length",
 }
+_THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 _CHOICE_WORDS: Final = {"auto": "auto", "any": "required", "none": "none"}
 #: Content blocks that are the model's reasoning, kept verbatim as the neutral reasoning.
 _REASONING_BLOCKS: Final = frozenset({"thinking", "redacted_thinking"})
@@ -149,8 +148,13 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
         calls: list[dict[str, Any]] = []
         rest = []
         for j, block in enumerate(blocks):
-            if type(block) is dict and block.get("type") == "tool_use":
+            kind = block.get("type") if type(block) is dict else None
+            if kind == "tool_use":
                 calls.append(_tool_use(block, f"{where}.content[{j}]"))
+            elif kind in _THINKING:
+                # The model's own thinking sent back was decided by the earlier turns:
+                # not hashed (docs/responses.md, "Reasoning and refusals").
+                continue
             else:
                 rest.append(block)
         neutral: dict[str, Any] = {"role": "assistant"}

@@ -25,6 +25,7 @@ import msgspec
 from .._errors import RequestError
 from .._response import Response
 from ._common import (
+    NOT_HASHED,
     MalformedResponse,
     VendorCall,
     canonical_arguments,
@@ -44,21 +45,16 @@ __all__ = [
 ]
 
 _TOOL_CHOICE_WORDS: Final = frozenset({"auto", "none", "required"})
-# Keys of the body that the mapping owns: never copied into params.
-_OWNED: Final = frozenset(
-    {
-        "model",
-        "messages",
-        "tools",
-        "tool_choice",
-        "response_format",
-        "stream",
-        "stream_options",
-        "max_tokens",
-        "max_completion_tokens",
-        "stop",
-    }
-)
+# Keys of the body that the mapping owns or does not hash: never copied into params.
+_OWNED: Final = NOT_HASHED | {
+    "messages",
+    "tools",
+    "tool_choice",
+    "response_format",
+    "max_tokens",
+    "max_completion_tokens",
+    "stop",
+}
 _RESERVED_BODY_KEYS: Final = frozenset(
     {"model", "messages", "tools", "tool_choice", "response_format", "stream"}
 )
