@@ -185,7 +185,7 @@ def _extra(item: dict[str, Any], allowed: frozenset[str], where: str) -> None:
         raise RequestError(f"{where}.{extra[0]} cannot be replayed")
 
 
-def _items(items: list[Any], where: str) -> list[dict[str, Any]]:
+def _items(items: list[Any], where: str) -> list[dict[str, Any]]:  # noqa: PLR0912
     """Responses input items as neutral messages (function calls that follow an
     assistant message, or each other, join that message's ``tool_calls``)."""
     out: list[dict[str, Any]] = []
@@ -493,7 +493,7 @@ class OpenAIResponses:
 
     # -- body -> neutral
 
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
+    def read_body(self, body: Any, path: str = "") -> VendorCall:  # noqa: PLR0912
         """The neutral request and call options for a Responses request body.
 
         Raises ``RequestError`` naming the field for a body replay cannot stand in for
@@ -726,7 +726,7 @@ def _live_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 _RESERVED_PARAMS: Final = frozenset({"model", "input", "instructions", "tools", "tool_choice"})
 
 
-def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR0912
     """The Responses body for a plain normalised neutral request (``params.max_tokens`` ->
     ``max_output_tokens``, ``reasoning_effort`` -> ``reasoning.effort``, ``verbosity`` ->
     ``text.verbosity``, ``response_format`` -> ``text.format``; other params verbatim)."""
@@ -779,7 +779,7 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     return body
 
 
-def from_response(data: Any) -> dict[str, Any]:
+def from_response(data: Any) -> dict[str, Any]:  # noqa: PLR0912
     """The neutral response for a decoded Responses ``response`` object, keeping a
     refusal and the reasoning items verbatim; ``MalformedResponse`` for another shape
     or an output item a neutral response cannot hold (a built-in tool's call)."""
