@@ -804,6 +804,10 @@ def _add_authoring_commands(commands: Any) -> None:
     _add_ceiling_option(coverage)
     coverage.set_defaults(handler=_cmd_coverage)
 
+    from .frontdoor import commands as frontdoor
+
+    frontdoor.add_parsers(commands)
+
 
 # -- entry point -------------------------------------------------------------------------
 
