@@ -24,7 +24,9 @@ class HttpxProviderTransport(Serving, httpx.BaseTransport):
     """An ``httpx.BaseTransport`` answering ``api``'s endpoint from ``provider``."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return _response(self.serve(request.method, request.url.path, request.read(), request.headers))
+        return _response(
+            self.serve(request.method, request.url.path, request.read(), request.headers)
+        )
 
 
 class AsyncHttpxProviderTransport(AsyncServing, httpx.AsyncBaseTransport):

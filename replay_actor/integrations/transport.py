@@ -35,7 +35,9 @@ class ProviderTransport(Serving, httpx2.BaseTransport):
     """
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        return _response(self.serve(request.method, request.url.path, request.read(), request.headers))
+        return _response(
+            self.serve(request.method, request.url.path, request.read(), request.headers)
+        )
 
 
 class AsyncProviderTransport(AsyncServing, httpx2.AsyncBaseTransport):
