@@ -39,7 +39,7 @@ ASK = [{"role": "user", "content": "weather in Paris?"}]
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS = [{"name": "get_weather", "description": "Weather for a city", "parameters": SCHEMA}]
 CALL = {"id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}
-TURN2 = [
+TURN2: list[dict[str, Any]] = [
     *ASK,
     {"role": "assistant", "tool_calls": [CALL]},
     {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
