@@ -24,6 +24,7 @@ from . import (
     calls,
     concurrency,
     explaining,
+    frontdoor,
     lifecycle,
     loading,
     raybackend,
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: P1 ... P13, E1 (or EXPLAIN)",
+        help="comma-separated sections: P1 ... P14, E1 (or EXPLAIN)",
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -97,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P11"}, "a slow peer (P11)", lambda: slowpeer.run_slow_peer(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
+        ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
     ]
     try:

@@ -507,3 +507,15 @@ def test_run_refuses_a_bad_manifest_before_starting_anything(tmp_path: Path) -> 
     assert done.returncode == 1
     assert "ran" not in done.stdout
     assert "kind" in done.stderr
+
+
+def test_the_listening_socket_says_tcp_so_answers_are_not_held_by_nagle() -> None:
+    # asyncio sets TCP_NODELAY on accepted connections only for proto IPPROTO_TCP; with
+    # proto 0 every answer waited ~40 ms for the client's delayed ACK (found by P14).
+    from replay_actor.frontdoor.server import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
