@@ -1,4 +1,4 @@
-"""The front door (SPEC §14): ``replay-actor serve`` and ``run`` as real processes, asked
+"""The front door (docs/front-door.md): ``replay-actor serve`` and ``run`` as real processes, asked
 over real sockets: the ready line, the token, routing, the scope header, the body
 bound, slow clients, exactly-once under 1,000 concurrent requests, the child's
 environment (a planted key never reaches it), exit status and fate-sharing."""

@@ -1,4 +1,4 @@
-"""The front door (SPEC §14): every vendor API over local HTTP, for any application in
+"""The front door: every vendor API over local HTTP, for any application in
 any language with no code changed (docs/front-door.md).
 
 - ``app``: the ASGI application (token, body bound, routing to the vendor registry);

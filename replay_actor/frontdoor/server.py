@@ -5,7 +5,7 @@ serve``, or ``replay-actor run`` beside its child). :class:`FrontDoor` owns
 
 - the provider (``open_provider(manifest)``, so replay, live or record on any backend),
   acquired by this process: the cursor actor watches it, so if the process dies the
-  acquisition dies with it (SPEC §3);
+  acquisition dies with it (docs/architecture.md);
 - the listening socket (bound here, before the server starts, so the URL is known even
   for ``--port 0``) and the uvicorn server on it, with its signal handling left to us:
   uvicorn re-raises a captured SIGTERM after shutdown, which would end ``serve`` with a

@@ -68,7 +68,7 @@ _NO_RETRY: Final = ("x-should-retry", "false")
 _encode: Final = msgspec.json.encode
 _decode: Final = msgspec.json.decode
 
-#: The header that sets the request's ``scope`` (SPEC §2) for a client that cannot add
+#: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
 
