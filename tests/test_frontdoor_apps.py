@@ -1,6 +1,6 @@
 """Python applications run under ``replay-actor run`` with zero code changes: the
 openai SDK, LangChain, LiteLLM (``completion`` and ``responses``), DSPy on its default
-engine and openai-agents, each building its client the way its own docs say, from the
+engine, openai-agents and google-genai, each building its client the way its own docs say, from the
 environment ``run`` sets.
 
 Each app is taken through the authoring loop of docs/authoring.md, as a user would:
@@ -110,5 +110,17 @@ def test_openai_agents_unchanged(tmp_path: Path) -> None:
         from agents import Agent, Runner
         agent = Agent(name="geo", instructions="Answer briefly.")
         print(Runner.run_sync(agent, {QUESTION!r}).final_output)
+    """
+    assert author_then_replay(tmp_path, code, "Paris") == "Paris"
+
+
+@pytest.mark.skipif("gemini" not in vendor_names(), reason="gemini vendor not registered")
+def test_google_genai_unchanged(tmp_path: Path) -> None:
+    code = f"""
+        from google import genai
+        answer = genai.Client().models.generate_content(
+            model="gemini-2.5-flash", contents={QUESTION!r}
+        )
+        print(answer.text)
     """
     assert author_then_replay(tmp_path, code, "Paris") == "Paris"
