@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -338,6 +339,11 @@ def test_a_thousand_concurrent_requests_each_get_one_element(tmp_path: Path) -> 
                 *(http.post(chat_url(info), json=BODY, headers=headers) for _ in range(1000))
             )
 
+    # 1,000 client sockets here and as many in the server (which inherits the limit).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 4096 if hard == resource.RLIM_INFINITY else min(4096, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     with serving(manifest) as (_proc, info):
         answers = asyncio.run(ask_all(info))
         assert all(a.status_code == 200 for a in answers)
@@ -452,6 +458,7 @@ WAITING_CHILD = textwrap.dedent(
         open(sys.argv[1] + ".term", "w").close()
         sys.exit(42)
     signal.signal(signal.SIGTERM, ended)
+    signal.signal(signal.SIGINT, ended)
     open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
     os.rename(sys.argv[1] + ".tmp", sys.argv[1])
     time.sleep(60)
@@ -472,9 +479,12 @@ def _start_run(manifest: Path, marker: Path) -> tuple[subprocess.Popen[str], int
     return proc, int(marker.read_text())
 
 
-def test_sigterm_to_run_is_forwarded_to_the_child(greeting: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_run_is_forwarded_to_the_child(
+    greeting: Path, tmp_path: Path, sig: signal.Signals
+) -> None:
     proc, child = _start_run(greeting, tmp_path / "child.pid")
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     assert proc.wait(timeout=60) == 42
     proc.communicate()
     assert (tmp_path / "child.pid.term").exists()

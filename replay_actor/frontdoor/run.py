@@ -11,8 +11,11 @@ This module owns
   ``api_key_env`` variables (read by ``open_provider`` *before* the environment is built)
   and any variable holding the same value are left out, so the child cannot see the key;
 - fate-sharing: the child is sent SIGTERM if ``run`` dies (the parent-death signal, set
-  in the child between fork and exec); the acquisition dies with ``run`` too, since the
-  cursor actor watches this process, and the server is gone with the process;
+  in the child between fork and exec by a ``preexec_fn`` that only calls ``prctl``,
+  ``getppid`` and ``kill``, resolved before the fork, so the other threads of this
+  process (the library's reaper) hold nothing it needs); the acquisition dies with
+  ``run`` too, since the cursor actor watches this process, and the server is gone with
+  the process;
 - signals: SIGINT, SIGTERM and SIGHUP sent to ``run`` are forwarded to the child, and
   ``run`` goes on until the child exits;
 - the exit status: the child's, a signal death as 128 + N like a shell; 127 when COMMAND
