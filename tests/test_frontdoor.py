@@ -213,7 +213,11 @@ SCOPED = neutral_hash(HI, scope={"epoch": 2})
 def scoped(tmp_path: Path) -> Path:
     fixture = write_fixture(
         tmp_path / "f.jsonl",
-        {SCOPED: {"content": "epoch two"}, neutral_hash(HI): {"content": "unscoped"}},
+        {
+            SCOPED: {"content": "epoch two"},
+            neutral_hash(HI): {"content": "unscoped"},
+            neutral_hash(HI, scope={"rollout": "été"}): {"content": "utf-8 scope"},
+        },
     )
     return replay_manifest(tmp_path, fixture)
 
@@ -226,6 +230,11 @@ def test_the_scope_header_sets_the_requests_scope(scoped: Path) -> None:
         )
         assert content(hit) == "epoch two"
         assert content(http.post(chat_url(info), json=BODY, headers=auth)) == "unscoped"
+        utf8 = {
+            b"x-api-key": info["token"].encode(),
+            b"x-replay-scope": '{"rollout": "été"}'.encode(),
+        }
+        assert content(http.post(chat_url(info), json=BODY, headers=utf8)) == "utf-8 scope"
         other = http.post(
             chat_url(info), json=BODY, headers={**auth, "x-replay-scope": '{"epoch": 3}'}
         )

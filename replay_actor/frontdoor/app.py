@@ -106,9 +106,16 @@ class FrontDoorApp:
         scope_header = None
         for name, value in headers:
             if name == _SCOPE_KEY:
-                scope_header = {SCOPE_HEADER: value.decode("latin-1")}
+                scope_header = {SCOPE_HEADER: _header_text(value)}
                 break
-        answer = await self._serving.serve(scope["method"], path, body, scope_header)
+        try:
+            answer = await self._serving.serve(scope["method"], path, body, scope_header)
+        except Exception as exc:
+            # serve answers every failure itself; this is a bug. Still an answer the SDKs
+            # do not retry (a 500 from the server would be retried), naming only the type.
+            answer = self._refusal(
+                path, 500, "replay_internal_error", f"internal error ({type(exc).__name__})"
+            )
         await _send(send, answer)
 
     def _authorised(self, headers: list[tuple[bytes, bytes]]) -> bool:
@@ -157,6 +164,15 @@ class FrontDoorApp:
             [("content-type", "application/json"), ("x-should-retry", "false")],
             _encode(vendor.error_body(kind, message, None)),
         )
+
+
+def _header_text(value: bytes) -> str:
+    # As httpx reads a header (so the in-process transports see the same text): UTF-8
+    # when it is, else Latin-1.
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
 
 
 async def _send(send: Send, answer: Answer) -> None:
