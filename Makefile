@@ -8,7 +8,7 @@ EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,
 BSTAMP := $(VENV)/.installed-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint typecheck pytest demo demo-sdk bench soak clean
+.PHONY: help test lint typecheck pytest node-deps demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,7 +25,7 @@ $(BSTAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[$(EXTRAS),bench]'
 	touch $@
 
-test: $(STAMP) ## install into .venv, then run ruff, mypy --strict and pytest
+test: $(STAMP) node-deps ## install into .venv, then run ruff, mypy --strict and pytest
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -37,8 +37,16 @@ lint: $(STAMP) ## ruff only
 typecheck: $(STAMP) ## mypy --strict only
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) ## pytest only
+pytest: $(STAMP) node-deps ## pytest only
 	$(PY) -m pytest
+
+# The front door's tests drive the npm openai and @anthropic-ai/sdk packages from Node
+# (tests/test_frontdoor_node.py); where node is missing those tests skip.
+node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
+	@if command -v node >/dev/null 2>&1; then \
+		test -d .cache/node/node_modules/openai -a -d .cache/node/node_modules/@anthropic-ai/sdk || \
+		npm install --silent --no-audit --no-fund --prefix .cache/node openai @anthropic-ai/sdk; \
+	fi
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture
 	$(PY) examples/demo.py

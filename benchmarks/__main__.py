@@ -24,6 +24,7 @@ from . import (
     calls,
     concurrency,
     explaining,
+    frontdoor,
     lifecycle,
     loading,
     raybackend,
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: P1 ... P13, E1 (or EXPLAIN)",
+        help="comma-separated sections: P1 ... P14, E1 (or EXPLAIN)",
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -118,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
         ({"P12", "P12R"}, "the SDK path, Responses API (P12r)", lambda: sdk.run_sdk_responses(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
+        ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
     ]
     try:

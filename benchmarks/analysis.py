@@ -94,6 +94,13 @@ METHOD: Final = """\
   realistic request on a `replay_actor.ray` handle and a bare Ray actor method
   (`num_cpus=0`) returning the same response bytes; P13b times `complete_many()` of 100
   requests per request (report only). docs/ray.md says what a multi-node cluster adds.
+- **P14**: `replay-actor serve` of a replay manifest on the 100-entry fixture, in a
+  process of its own; one `httpx2.Client` times, interleaved, a keep-alive POST of the
+  realistic request as an OpenAI chat body (bearer token) to it and the same POST to
+  uvicorn with a bare ASGI app (same uvicorn settings, its own process) that reads the
+  body and returns the front door's answer bytes (asserted equal first). The difference
+  is the token check, the body decode and vendor mapping, one `acomplete()` round trip
+  to the cursor actor (a third process) and the vendor response.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own

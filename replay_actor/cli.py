@@ -888,8 +888,76 @@ COVERAGE: Final = Command(
 )
 
 
+# -- the front door: serve, run (docs/front-door.md) ----------------------------------------
+
+_EPILOG_SERVE: Final = (
+    "prints one JSON line when ready:\n"
+    '  {"url", "openai_base_url", "anthropic_base_url", "gemini_base_url", "token"}\n'
+    "every request must carry the token (Authorization: Bearer, x-api-key or\n"
+    "x-goog-api-key). Runs until SIGINT/SIGTERM, then releases the provider: exit 0."
+)
+_EPILOG_RUN: Final = (
+    "COMMAND gets OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL and\n"
+    "GOOGLE_GEMINI_BASE_URL pointing at the front door, and OPENAI_API_KEY,\n"
+    "ANTHROPIC_API_KEY and GEMINI_API_KEY set to the run's token; the manifest's real\n"
+    "key never reaches it.\n\n"
+    "example:\n"
+    "  replay-actor run eval.toml -- python my_eval.py\n\n"
+    "exit: COMMAND's status (128+N if it died of signal N); 127 not found; 1 bad manifest"
+)
+
+
+_FRONT_DOOR_ADDRESS: Final = (
+    _arg("manifest", metavar="MANIFEST", help="the manifest (TOML file)"),
+    _arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"),
+    _arg("--port", type=int, default=0, help="port to bind (default: 0, any free port)"),
+)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .frontdoor.commands import cmd_serve
+
+    return cmd_serve(args)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from .frontdoor.commands import cmd_run
+
+    return cmd_run(args)
+
+
+SERVE: Final = Command(
+    name="serve",
+    help="serve every vendor API over local HTTP from one acquisition",
+    description=(
+        "Serve the OpenAI (chat, Responses), Anthropic and Gemini APIs over HTTP from\n"
+        "the manifest's provider (replay, live or record), owned by this process."
+    ),
+    epilog=_EPILOG_SERVE,
+    arguments=_FRONT_DOOR_ADDRESS,
+    handler=_cmd_serve,
+)
+RUN: Final = Command(
+    name="run",
+    help="run COMMAND with every vendor SDK pointed at a front door",
+    description=(
+        "Start the front door for the manifest's provider in this process and run\n"
+        "COMMAND with its environment pointed at it: any application, any language,\n"
+        "no code changed."
+    ),
+    epilog=_EPILOG_RUN,
+    arguments=(
+        *_FRONT_DOOR_ADDRESS,
+        _arg(
+            "command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the command"
+        ),
+    ),
+    handler=_cmd_run,
+)
+
+
 #: Every subcommand, in the order ``--help`` lists them.
-COMMANDS: Final = (VALIDATE, HASH, INSPECT, LOOKUP, STUB, EXPLAIN, ADD, COVERAGE)
+COMMANDS: Final = (VALIDATE, HASH, INSPECT, LOOKUP, STUB, EXPLAIN, ADD, COVERAGE, SERVE, RUN)
 
 
 # -- parser ------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("providers and wire shapes", frozenset({"adapters", "record", "vendors"})),
     ("authoring", frozenset({"authoring"})),
     ("manifest", frozenset({"manifest"})),
-    ("integrations", frozenset({"integrations", "pydantic_ai", "ray"})),
+    ("integrations", frozenset({"integrations", "frontdoor", "pydantic_ai", "ray"})),
     ("command line", frozenset({"cli", "__main__"})),
     ("the public facade", frozenset({""})),  # replay_actor/__init__.py, names resolved lazily
 )

@@ -32,6 +32,7 @@ exception's ``body``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -52,7 +53,7 @@ from ..vendors._common import VendorCall
 if TYPE_CHECKING:
     from .._interface import Provider
 
-__all__ = ["API_NAMES", "Answer", "Api", "AsyncServing", "Exchange", "Serving"]
+__all__ = ["API_NAMES", "SCOPE_HEADER", "Answer", "Api", "AsyncServing", "Exchange", "Serving"]
 
 #: A registered vendor API name (``vendors.REGISTRY``).
 Api = str
@@ -66,6 +67,10 @@ _SSE: Final = ("content-type", "text/event-stream; charset=utf-8")
 _NO_RETRY: Final = ("x-should-retry", "false")
 _encode: Final = msgspec.json.encode
 _decode: Final = msgspec.json.decode
+
+#: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
+#: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
+SCOPE_HEADER: Final = "x-replay-scope"
 
 
 def _error(
@@ -153,6 +158,27 @@ class Exchange:
     def fail(self, vendor: Vendor, exc: BaseException) -> Answer:
         return _failure(vendor, exc)
 
+    def scoped(
+        self, vendor: Vendor, call: VendorCall, headers: Mapping[str, str] | None
+    ) -> VendorCall | Answer:
+        """``call`` with the ``x-replay-scope`` header's object as its request's ``scope``
+        (``call`` itself without the header), or the 400 answer naming the header."""
+        if headers is None:
+            return call
+        text = headers.get(SCOPE_HEADER)
+        if text is None:
+            return call
+        try:
+            scope = _decode(text)
+        except Exception:  # DecodeError, or a nesting msgspec refuses: either is bad input
+            scope = None
+        if type(scope) is not dict:
+            return _error(
+                vendor, 400, "invalid_request", f"the {SCOPE_HEADER} header must be a JSON object"
+            )
+        # The provider validates the scope like every other field (RequestError -> 400).
+        return msgspec.structs.replace(call, request={**call.request, "scope": scope})
+
 
 class _Serving:
     """What every transport class holds, whatever its HTTP library: the vendor API's
@@ -178,11 +204,18 @@ class Serving(_Serving):
     (``complete``); a failure is an answer, never an exception (the SDKs would retry an
     exception as a connection error)."""
 
-    def serve(self, method: str, path: str, body: bytes) -> Answer:
+    def serve(
+        self, method: str, path: str, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> Answer:
+        """``headers`` (case-insensitive lookup, as httpx's) may carry ``x-replay-scope``."""
         got = self._exchange.read(method, path, body)
         if len(got) == 3:
             return got
         vendor, call = got
+        scoped = self._exchange.scoped(vendor, call, headers)
+        if not isinstance(scoped, VendorCall):
+            return scoped
+        call = scoped
         try:
             response: dict[str, Any] = self._provider.complete(call.request)
         except Exception as exc:
@@ -197,11 +230,18 @@ class Serving(_Serving):
 class AsyncServing(_Serving):
     """The async form of :class:`Serving`: awaits ``provider.acomplete`` (no thread)."""
 
-    async def serve(self, method: str, path: str, body: bytes) -> Answer:
+    async def serve(
+        self, method: str, path: str, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> Answer:
+        """``headers`` as :meth:`Serving.serve`."""
         got = self._exchange.read(method, path, body)
         if len(got) == 3:
             return got
         vendor, call = got
+        scoped = self._exchange.scoped(vendor, call, headers)
+        if not isinstance(scoped, VendorCall):
+            return scoped
+        call = scoped
         try:
             response: dict[str, Any] = await self._provider.acomplete(call.request)
         except Exception as exc:

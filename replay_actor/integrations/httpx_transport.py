@@ -24,7 +24,9 @@ class HttpxProviderTransport(Serving, httpx.BaseTransport):
     """An ``httpx.BaseTransport`` answering ``api``'s endpoint from ``provider``."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return _response(self.serve(request.method, request.url.path, request.read()))
+        return _response(
+            self.serve(request.method, request.url.path, request.read(), request.headers)
+        )
 
 
 class AsyncHttpxProviderTransport(AsyncServing, httpx.AsyncBaseTransport):
@@ -32,4 +34,4 @@ class AsyncHttpxProviderTransport(AsyncServing, httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
-        return _response(await self.serve(request.method, request.url.path, body))
+        return _response(await self.serve(request.method, request.url.path, body, request.headers))

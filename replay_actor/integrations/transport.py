@@ -35,7 +35,9 @@ class ProviderTransport(Serving, httpx2.BaseTransport):
     """
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        return _response(self.serve(request.method, request.url.path, request.read()))
+        return _response(
+            self.serve(request.method, request.url.path, request.read(), request.headers)
+        )
 
 
 class AsyncProviderTransport(AsyncServing, httpx2.AsyncBaseTransport):
@@ -43,4 +45,4 @@ class AsyncProviderTransport(AsyncServing, httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
-        return _response(await self.serve(request.method, request.url.path, body))
+        return _response(await self.serve(request.method, request.url.path, body, request.headers))

@@ -1,0 +1,18 @@
+"""The front door: every vendor API over local HTTP, for any application in
+any language with no code changed (docs/front-door.md).
+
+- ``app``: the ASGI application (token, body bound, routing to the vendor registry);
+- ``server``: one acquisition and one uvicorn server, the ready line (``replay-actor serve``);
+- ``run``: the front door plus a child command with its environment pointed at it
+  (``replay-actor run MANIFEST -- COMMAND``).
+
+Needs the ``serve`` extra (uvicorn).
+"""
+
+from __future__ import annotations
+
+from .app import MAX_BODY_BYTES, FrontDoorApp
+from .run import run_command
+from .server import FrontDoor, serve_forever
+
+__all__ = ["MAX_BODY_BYTES", "FrontDoor", "FrontDoorApp", "run_command", "serve_forever"]

@@ -1,0 +1,190 @@
+"""The front door's ASGI application: token check, body bound, routing (docs/front-door.md).
+
+Runs in: the process that serves (``replay-actor serve`` or ``replay-actor run``), on its
+event loop, under uvicorn. It owns what happens to one HTTP request before and after the
+provider is asked:
+
+1. the token: ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key`` must carry it
+   (constant-time comparison), else 401 before the body is read, so a request without the
+   token never reaches the provider and never consumes a sequence element;
+2. the body bound: a declared ``content-length`` above it is refused at once and a body
+   that grows past it is refused as soon as it does (413); the body is read chunk by
+   chunk, so no more than the bound is ever held;
+3. the rest is :class:`~replay_actor.integrations._serve.AsyncServing` with ``api=None``:
+   routing by path to every registered vendor, the ``x-replay-scope`` header, the provider
+   asked exactly once, every failure an answer with ``x-should-retry: false``.
+
+Every answer of this module is in the vendor's own error envelope (chosen by the path),
+so the vendor's SDK raises it as its own exception, and none carries a request hash.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Final
+
+import msgspec
+
+from ..integrations._serve import SCOPE_HEADER, Answer, AsyncServing
+from ..vendors import Vendor, make_vendor, vendor_names
+
+__all__ = ["MAX_BODY_BYTES", "FrontDoorApp"]
+
+#: The largest request body accepted (413 above it): 32 MiB, twice the fixture's
+#: default line ceiling, so any request a fixture can hold fits with room for the
+#: vendor envelope and inline images.
+MAX_BODY_BYTES: Final = 32 * 1024 * 1024
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+_SCOPE_KEY: Final = SCOPE_HEADER.encode()
+_encode: Final = msgspec.json.encode
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Gone(Exception):
+    """The client went away before its body was complete: nothing to answer, and the
+    provider must not be asked for a request no one will read."""
+
+
+class FrontDoorApp:
+    """``FrontDoorApp(serving, token, max_body_bytes=MAX_BODY_BYTES)``: a bare ASGI 3 app
+    answering every registered vendor API from ``serving``'s provider."""
+
+    def __init__(
+        self, serving: AsyncServing, token: str, *, max_body_bytes: int = MAX_BODY_BYTES
+    ) -> None:
+        if not token:
+            raise ValueError("the front door needs a non-empty token")
+        self._serving = serving
+        self._token = token.encode()
+        self._bearer = b"bearer " + self._token
+        self._max_body = max_body_bytes
+        # Only for the envelopes of the answers made here (401, 413): their own objects,
+        # so no state of the serving vendors is touched.
+        self._envelopes: tuple[Vendor, ...] = tuple(make_vendor(n) for n in vendor_names())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            # lifespan is off under our server; anything else (websocket) is not ours.
+            return
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        path: str = scope["path"]
+        if not self._authorised(headers):
+            await _send(
+                send,
+                self._refusal(
+                    path,
+                    401,
+                    "unauthorized",
+                    "this replay-actor front door needs its token in Authorization: Bearer, "
+                    "x-api-key or x-goog-api-key",
+                ),
+            )
+            return
+        try:
+            body = await self._body(headers, receive)
+        except _TooLarge:
+            await _send(
+                send,
+                self._refusal(
+                    path,
+                    413,
+                    "request_too_large",
+                    f"the request body exceeds the front door's bound of {self._max_body} bytes",
+                ),
+            )
+            return
+        except _Gone:
+            return
+        scope_header = None
+        for name, value in headers:
+            if name == _SCOPE_KEY:
+                scope_header = {SCOPE_HEADER: _header_text(value)}
+                break
+        try:
+            answer = await self._serving.serve(scope["method"], path, body, scope_header)
+        except Exception as exc:
+            # serve answers every failure itself; this is a bug. Still an answer the SDKs
+            # do not retry (a 500 from the server would be retried), naming only the type.
+            answer = self._refusal(
+                path, 500, "replay_internal_error", f"internal error ({type(exc).__name__})"
+            )
+        await _send(send, answer)
+
+    def _authorised(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        # Every candidate is compared (in constant time), so the time taken says nothing
+        # about which header or how much of the token matched.
+        ok = False
+        for name, value in headers:
+            if name == b"authorization":
+                ok |= hmac.compare_digest(value.lower()[:7] + value[7:], self._bearer)
+            elif name in (b"x-api-key", b"x-goog-api-key"):
+                ok |= hmac.compare_digest(value, self._token)
+        return ok
+
+    async def _body(self, headers: list[tuple[bytes, bytes]], receive: Receive) -> bytes:
+        for name, value in headers:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0  # the server has already refused a malformed length
+                if declared > self._max_body:
+                    raise _TooLarge
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # http.disconnect
+                raise _Gone
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > self._max_body:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+    def _refusal(self, path: str, status: int, kind: str, message: str) -> Answer:
+        vendor = self._envelopes[0]
+        for candidate in self._envelopes:
+            if any(route.search(path) for route in candidate.routes):
+                vendor = candidate
+                break
+        return (
+            status,
+            [("content-type", "application/json"), ("x-should-retry", "false")],
+            _encode(vendor.error_body(kind, message, None)),
+        )
+
+
+def _header_text(value: bytes) -> str:
+    # As httpx reads a header (so the in-process transports see the same text): UTF-8
+    # when it is, else Latin-1.
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
+
+
+async def _send(send: Send, answer: Answer) -> None:
+    status, headers, body = answer
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                *((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,207 @@
+"""The front door's lifecycle: one acquisition, one uvicorn server, the ready line.
+
+Runs in: the process that serves, on its main thread's event loop (``replay-actor
+serve``, or ``replay-actor run`` beside its child). :class:`FrontDoor` owns
+
+- the provider (``open_provider(manifest)``, so replay, live or record on any backend),
+  acquired by this process: the cursor actor watches it, so if the process dies the
+  acquisition dies with it (docs/architecture.md);
+- the listening socket (bound here, before the server starts, so the URL is known even
+  for ``--port 0``) and the uvicorn server on it, with its signal handling left to us:
+  uvicorn re-raises a captured SIGTERM after shutdown, which would end ``serve`` with a
+  signal instead of exiting 0 after releasing the provider;
+- the random token, and the ready line ``{"url", "openai_base_url",
+  "anthropic_base_url", "gemini_base_url", "token"}``.
+
+The base URLs are what each vendor's SDK joins its own paths to: openai posts
+``{base}/chat/completions`` and ``{base}/responses`` (so its base ends in ``/v1``),
+anthropic ``{base}/v1/messages`` and google-genai
+``{base}/v1beta/models/{model}:generateContent`` (so theirs are the bare URL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from ..integrations._serve import AsyncServing
+from .app import MAX_BODY_BYTES, FrontDoorApp
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from .._interface import Provider
+
+__all__ = ["DEFAULT_HOST", "FrontDoor", "serve_forever"]
+
+DEFAULT_HOST: Final = "127.0.0.1"
+#: Connections waiting to be accepted: well above the default 5, so a burst of
+#: concurrent clients is queued rather than refused.
+_BACKLOG: Final = 4096
+#: How long a shutdown waits for requests in flight before cancelling them (a stalled
+#: client must not keep a finished run alive).
+_GRACE: Final = 5.0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        family = socket.AF_INET  # a name: resolved by bind, as IPv4
+    # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted connections only
+    # when the socket says it is TCP, and without it every answer written as headers
+    # then body waits ~40 ms for the client's delayed ACK (Nagle).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(_BACKLOG)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _server_class() -> type[uvicorn.Server]:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        """uvicorn's server with the signals left to the front door (see the module
+        docstring) and a way to wait until it listens."""
+
+        def __init__(self, config: uvicorn.Config) -> None:
+            super().__init__(config)
+            self.listening = asyncio.Event()
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            self.listening.set()
+
+    return _Server
+
+
+class FrontDoor:
+    """``FrontDoor(provider, host="127.0.0.1", port=0)``: the front door over an open
+    provider, which it releases when it closes. ``await start()``, then ``info`` is the
+    ready line's object; ``stop()`` asks it to end; ``await wait_closed()`` ends it."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        host: str = DEFAULT_HOST,
+        port: int = 0,
+        *,
+        max_body_bytes: int = MAX_BODY_BYTES,
+    ) -> None:
+        try:
+            import uvicorn
+        except ImportError as exc:  # pragma: no cover - the [serve] extra is missing
+            raise ImportError(
+                "the front door needs uvicorn: pip install 'replay-actor[serve]'"
+            ) from exc
+        self.token: str = secrets.token_urlsafe(32)
+        self._serving = AsyncServing(provider, api=None, release_on_close=True)
+        self._sock = _bind(host, port)
+        bound_host, bound_port = self._sock.getsockname()[:2]
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        self.url: str = f"http://{shown}:{bound_port}"
+        app = FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes)
+        config = uvicorn.Config(
+            app,
+            lifespan="off",
+            access_log=False,
+            log_level="warning",
+            backlog=_BACKLOG,
+            timeout_graceful_shutdown=int(_GRACE),
+            # No "server" header: the answers are the vendors' own shapes.
+            server_header=False,
+        )
+        self._server = _server_class()(config)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def info(self) -> dict[str, str]:
+        """The ready line's object: the URL, each SDK's base URL, and the token."""
+        return {
+            "url": self.url,
+            "openai_base_url": self.url + "/v1",
+            "anthropic_base_url": self.url,
+            "gemini_base_url": self.url,
+            "token": self.token,
+        }
+
+    async def start(self) -> None:
+        """Start serving; returns once the socket accepts requests."""
+        server: Any = self._server
+        self._task = asyncio.create_task(server.serve(sockets=[self._sock]))
+        listening = asyncio.create_task(server.listening.wait())
+        done, _ = await asyncio.wait({self._task, listening}, return_when=asyncio.FIRST_COMPLETED)
+        if self._task in done:  # it ended before listening: its exception says why
+            listening.cancel()
+            await self._task
+            raise RuntimeError("the front door's server stopped before it listened")
+
+    def stop(self) -> None:
+        """Ask the server to stop (safe from a signal handler on the loop)."""
+        self._server.should_exit = True
+
+    async def wait_closed(self) -> None:
+        """Stop serving, then release the provider (always, even if serving failed)."""
+        self.stop()
+        try:
+            if self._task is not None:
+                await self._task
+        finally:
+            self._sock.close()
+            await self._serving.aclose()
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        return self._task
+
+
+def ready_line(info: dict[str, str]) -> str:
+    return json.dumps(info, separators=(", ", ": "))
+
+
+async def _serve(provider: Provider, host: str, port: int, out: TextIO) -> None:
+    door = FrontDoor(provider, host, port)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, door.stop)
+    try:
+        await door.start()
+        out.write(ready_line(door.info) + "\n")
+        out.flush()
+        assert door.task is not None
+        await asyncio.shield(door.task)
+    finally:
+        await door.wait_closed()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def serve_forever(manifest: str | os.PathLike[str], host: str = DEFAULT_HOST, port: int = 0) -> int:
+    """``replay-actor serve``: acquire, serve until SIGINT/SIGTERM, release; 0."""
+    from ..manifest import open_provider
+
+    provider = open_provider(manifest)
+    try:
+        asyncio.run(_serve(provider, host, port, sys.stdout))
+    finally:
+        provider.release()  # idempotent: already released unless serving failed early
+    return 0

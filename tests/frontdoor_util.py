@@ -1,0 +1,118 @@
+"""Helpers for the front-door tests: fixtures from neutral requests, a ``serve`` process,
+``run`` with a child, and a counting record of misses (docs/front-door.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from replay_actor import request_hash
+
+CLI = [sys.executable, "-m", "replay_actor"]
+
+
+def write_fixture(path: Path, entries: Mapping[str, Any]) -> Path:
+    """``entries``: request hash -> a response, or a list (a sequence)."""
+    lines = []
+    for digest, answer in entries.items():
+        key = "responses" if isinstance(answer, list) else "response"
+        lines.append(json.dumps({"schema_version": 1, "request_hash": digest, key: answer}))
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def neutral_hash(messages: list[dict[str, Any]], **rest: Any) -> str:
+    return request_hash({"messages": messages, **rest})
+
+
+def replay_manifest(
+    folder: Path, fixture: Path, *, private: bool = False, inspection: bool = True
+) -> Path:
+    lines = ["[provider]", 'kind = "replay"', f"fixture = {json.dumps(str(fixture))}"]
+    if private:
+        lines.append('data = "private"')
+    if inspection:
+        lines.append(f"inspection = {json.dumps(str(folder / 'misses.jsonl'))}")
+    path = folder / "replay.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def misses(folder: Path) -> list[dict[str, Any]]:
+    """The inspection record's events (one per miss or exhaustion: a retry would add one)."""
+    path = folder / "misses.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@contextmanager
+def serving(
+    manifest: Path, *extra: str, env: Mapping[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
+    """``replay-actor serve MANIFEST``: the process and its ready line; stopped with
+    SIGTERM on exit if still running."""
+    proc = subprocess.Popen(
+        [*CLI, "serve", str(manifest), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=None if env is None else dict(env),
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if not line:
+            assert proc.stderr is not None
+            raise AssertionError(f"serve did not start: {proc.stderr.read()}")
+        yield proc, json.loads(line)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+
+
+def run_cli(
+    manifest: Path,
+    command: list[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``replay-actor run MANIFEST -- COMMAND``, to completion."""
+    return subprocess.run(
+        [*CLI, "run", str(manifest), "--", *command],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ if env is None else env),
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+def quiet_env(**more: str) -> dict[str, str]:
+    """The test's environment with every framework's telemetry and price-list fetch off,
+    so nothing in a child tries the internet."""
+    env = dict(os.environ)
+    env.update(
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+        LITELLM_TELEMETRY="False",
+        OPENAI_AGENTS_DISABLE_TRACING="1",
+        LANGCHAIN_TRACING_V2="false",
+        LANGSMITH_TRACING="false",
+        DSPY_DISABLE_TELEMETRY="1",
+        ANONYMIZED_TELEMETRY="False",
+        DO_NOT_TRACK="1",
+        HF_HUB_OFFLINE="1",
+    )
+    env.update(more)
+    return env

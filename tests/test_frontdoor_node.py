@@ -1,0 +1,174 @@
+"""Clients no one here wrote: the npm ``openai`` and ``@anthropic-ai/sdk`` packages, in
+an unchanged Node application (tests/node/frontdoor_app.cjs) run under ``replay-actor
+run``: chat, Responses, messages, streaming, tools, a miss that fails the app with the
+exact message and no retry, and a fixture recorded through Node replayed through the
+Python SDKs (and the reverse).
+
+Skipped only where ``node`` is missing; ``make test`` installs the npm packages into
+``.cache/node`` (the Makefile's ``node-deps``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chat_server import ChatServer
+from tests.frontdoor_util import misses, neutral_hash, replay_manifest, run_cli, write_fixture
+
+NODE = shutil.which("node")
+ROOT = Path(__file__).resolve().parent.parent
+NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
+APP = ROOT / "tests" / "node" / "frontdoor_app.cjs"
+
+pytestmark = [
+    pytest.mark.skipif(NODE is None, reason="node is not installed"),
+    pytest.mark.usefixtures("no_leaks"),
+    pytest.mark.timeout(180),
+]
+
+HI = [{"role": "user", "content": "hi"}]
+ASK = [{"role": "user", "content": "weather in Paris?"}]
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+TOOLS = [{"name": "get_weather", "description": "Weather for a city", "parameters": SCHEMA}]
+CALL = {"id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}'}
+TURN2: list[dict[str, Any]] = [
+    *ASK,
+    {"role": "assistant", "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+]
+UNKNOWN = [{"role": "user", "content": "unknown"}]
+
+
+def node_env(**more: str) -> dict[str, str]:
+    if not (NODE_MODULES / "openai").is_dir() or not (NODE_MODULES / "@anthropic-ai").is_dir():
+        pytest.fail(
+            f"the npm packages are not in {NODE_MODULES}: `make test` installs them "
+            "(npm install --prefix .cache/node openai @anthropic-ai/sdk)"
+        )
+    env = dict(os.environ)
+    env["NODE_PATH"] = str(NODE_MODULES)
+    env.update(more)
+    return env
+
+
+def node(manifest: Path, parts: str) -> tuple[int, dict[str, Any], str]:
+    assert NODE is not None
+    done = run_cli(manifest, [NODE, str(APP), parts], env=node_env())
+    out = json.loads(done.stdout) if done.returncode == 0 else {}
+    return done.returncode, out, done.stderr
+
+
+@pytest.fixture
+def conversation(tmp_path: Path) -> Path:
+    """One neutral fixture for both vendors' Node SDKs: a greeting and a tool loop."""
+    fixture = write_fixture(
+        tmp_path / "fixture.jsonl",
+        {
+            neutral_hash(HI, params={"max_tokens": 50}): {"content": "hello"},
+            neutral_hash(ASK, tools=TOOLS, params={"max_tokens": 100}): {
+                "content": None,
+                "tool_calls": [CALL],
+                "finish_reason": "tool_calls",
+            },
+            neutral_hash(TURN2, tools=TOOLS, params={"max_tokens": 100}): {
+                "content": "It is sunny in Paris."
+            },
+        },
+    )
+    return replay_manifest(tmp_path, fixture)
+
+
+def test_node_openai_and_anthropic_chat_messages_streams_tools_and_misses(
+    conversation: Path, tmp_path: Path
+) -> None:
+    status, out, stderr = node(conversation, "chat,messages")
+    assert status == 0, stderr
+    assert out["chat"] == out["chat_stream"] == "hello"
+    assert out["messages"] == out["messages_stream"] == "hello"
+    assert out["chat_tool"] == out["messages_tool"] == ["get_weather", {"city": "Paris"}]
+    assert out["chat_final"] == out["messages_final"] == "It is sunny in Paris."
+    digest = neutral_hash(UNKNOWN, params={"max_tokens": 50})
+    miss = f"no replay fixture matches this request (request_hash: {digest})"
+    assert out["chat_miss"] == {"status": 404, "message": miss}
+    assert out["messages_miss"] == {"status": 404, "message": miss}
+    # Each SDK asked once (both retry twice by default, unless told not to).
+    assert [e["event"] for e in misses(tmp_path)] == ["miss", "miss"]
+
+
+def test_a_miss_fails_the_node_app_with_the_exact_message_and_no_retry(
+    conversation: Path, tmp_path: Path
+) -> None:
+    status, _, stderr = node(conversation, "fail-on-miss")
+    assert status == 1
+    digest = neutral_hash(UNKNOWN, params={"max_tokens": 50})
+    assert f"no replay fixture matches this request (request_hash: {digest})" in stderr
+    assert len(misses(tmp_path)) == 1
+
+
+def test_node_openai_responses(conversation: Path) -> None:
+    status, out, stderr = node(conversation, "responses")
+    assert status == 0, stderr
+    assert out["responses"] == out["responses_stream"] == "hello"
+
+
+def _record_manifest(folder: Path, chat: ChatServer) -> Path:
+    manifest = folder / "record.toml"
+    manifest.write_text(
+        textwrap.dedent(
+            f"""
+            [provider]
+            kind = "record"
+            fixture = "recorded.jsonl"
+            [provider.live]
+            adapter = "openai"
+            model = "gpt-live"
+            base_url = "{chat.base_url("echo")}"
+            """
+        )
+    )
+    return manifest
+
+
+PYTHON_APP = textwrap.dedent(
+    """
+    import json
+    import anthropic, openai
+    chat = openai.OpenAI().chat.completions.create(
+        model="gpt-test", messages=[{"role": "user", "content": "hi"}], max_tokens=50
+    )
+    message = anthropic.Anthropic().messages.create(
+        model="claude-test", max_tokens=50, messages=[{"role": "user", "content": "bye"}]
+    )
+    print(json.dumps({"simple_chat": chat.choices[0].message.content,
+                      "simple_messages": message.content[0].text}))
+    """
+)
+
+
+def test_record_through_node_replay_through_python(chat: ChatServer, tmp_path: Path) -> None:
+    status, recorded, stderr = node(_record_manifest(tmp_path, chat), "simple")
+    assert status == 0, stderr
+    assert recorded == {"simple_chat": "1: hi", "simple_messages": "2: bye"}
+    replay = replay_manifest(tmp_path, tmp_path / "recorded.jsonl")
+    done = run_cli(replay, [sys.executable, "-c", PYTHON_APP])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == recorded
+    assert chat.count("echo") == 2  # the replay asked nothing live
+
+
+def test_record_through_python_replay_through_node(chat: ChatServer, tmp_path: Path) -> None:
+    done = run_cli(_record_manifest(tmp_path, chat), [sys.executable, "-c", PYTHON_APP])
+    assert done.returncode == 0, done.stderr
+    recorded = json.loads(done.stdout)
+    assert recorded == {"simple_chat": "1: hi", "simple_messages": "2: bye"}
+    status, out, stderr = node(replay_manifest(tmp_path, tmp_path / "recorded.jsonl"), "simple")
+    assert status == 0, stderr
+    assert out == recorded
+    assert chat.count("echo") == 2
