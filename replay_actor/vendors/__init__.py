@@ -72,6 +72,7 @@ class Vendor(Protocol):
 REGISTRY: Final[dict[str, str]] = {
     "openai": "replay_actor.vendors.openai:OpenAIChat",
     "anthropic": "replay_actor.vendors.anthropic:AnthropicMessages",
+    "gemini": "replay_actor.vendors.gemini:GeminiGenerateContent",
 }
 
 
