@@ -4,13 +4,15 @@
   every test that starts processes uses it.
 - ``chat`` (tests/chat_server.py): an OpenAI-compatible chat server on 127.0.0.1 for one
   test, for the live and record providers; ``claude`` (tests/anthropic_server.py): the
-  same for Anthropic's messages API.
+  same for Anthropic's messages API; ``gemini_server`` (tests/gemini_server.py): the
+  same for Google's Gemini API.
 """
 
 from __future__ import annotations
 
 from tests.anthropic_server import claude
 from tests.chat_server import chat
+from tests.gemini_server import gemini_server
 from tests.procs import no_leaks
 
-__all__ = ["chat", "claude", "no_leaks"]
+__all__ = ["chat", "claude", "gemini_server", "no_leaks"]
