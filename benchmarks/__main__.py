@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: P1 ... P13, E1 (or EXPLAIN)",
+        help="comma-separated sections: P1 ... P13, P12g, E1 (or EXPLAIN)",
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P10"}, "pipelined batch (P10)", lambda: concurrency.run_pipeline(cfg)),
         ({"P11"}, "a slow peer (P11)", lambda: slowpeer.run_slow_peer(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
+        ({"P12", "P12G"}, "the Gemini SDK path (P12g)", lambda: sdk.run_sdk_gemini(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
     ]
