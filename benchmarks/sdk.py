@@ -1,10 +1,11 @@
-"""P12 (and P12g, the same for Gemini's shape): the SDK path. An unchanged ``openai`` client's ``chat.completions.create`` of the
-realistic request, answered in replay through ``openai_client`` (vendor body -> neutral
-request -> ``complete()`` -> vendor response), against the floor: the same SDK call over
-``httpx2.MockTransport`` returning the same canned JSON, plus one ``complete()`` of the
-same request on a handle of its own. The difference is what the mapping and the
-transport cost on top of the SDK and the actor round trip. P12g is the same measurement
-for ``google-genai``'s ``models.generate_content`` through ``gemini_client``.
+"""P12 (and P12g, the same for Gemini's shape): the SDK path. An unchanged ``openai``
+client's ``chat.completions.create`` of the realistic request, answered in replay through
+``openai_client`` (vendor body -> neutral request -> ``complete()`` -> vendor response),
+against the floor: the same SDK call over ``httpx2.MockTransport`` returning the same
+canned JSON, plus one ``complete()`` of the same request on a handle of its own. The
+difference is what the mapping and the transport cost on top of the SDK and the actor
+round trip. P12g is the same measurement for ``google-genai``'s
+``models.generate_content`` through ``gemini_client``.
 """
 
 from __future__ import annotations

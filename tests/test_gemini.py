@@ -712,3 +712,33 @@ def test_the_registry_routes_gemini_paths() -> None:
         assert vendor.name == "gemini" and (call.model, call.stream) == (MODEL, stream)
     missing = exchange.read("POST", f"/v1beta/models/{MODEL}:countTokens", body)
     assert len(missing) == 3 and missing[0] == 404
+
+
+def test_refusal_and_foreign_reasoning_through_the_sdk(tmp_path: Path) -> None:
+    """A stored refusal is a SAFETY stop with its text, plain and streamed; reasoning
+    another vendor produced is never shown to Gemini."""
+    refused = {"content": None, "refusal": "I can't help with that.", "finish_reason": "stop"}
+    thoughtful = {
+        "content": "Hello!",
+        "reasoning": {
+            "vendor": "anthropic",
+            "items": [{"type": "thinking", "thinking": "hmm", "signature": "c2ln"}],
+        },
+    }
+    ask = request_hash({"messages": [{"role": "user", "content": "something forbidden"}]})
+    hello = request_hash({"messages": [{"role": "user", "content": "hello"}]})
+    fixture = write_fixture(tmp_path / "shapes.jsonl", {ask: refused, hello: thoughtful})
+    with gemini_client({"provider": {"kind": "replay", "fixture": str(fixture)}}) as client:
+        plain = client.models.generate_content(model=MODEL, contents="something forbidden")
+        streamed = list(
+            client.models.generate_content_stream(model=MODEL, contents="something forbidden")
+        )
+        greeting = client.models.generate_content(model=MODEL, contents="hello")
+    assert _gather(streamed) == (plain.text, [], types.FinishReason.SAFETY)
+    assert plain.text == "I can't help with that."
+    assert plain.candidates and plain.candidates[0].finish_reason == types.FinishReason.SAFETY
+    assert greeting.candidates and greeting.candidates[0].content
+    assert greeting.candidates[0].content.model_dump(exclude_none=True) == {
+        "role": "model",
+        "parts": [{"text": "Hello!"}],
+    }
