@@ -742,3 +742,47 @@ def test_refusal_and_foreign_reasoning_through_the_sdk(tmp_path: Path) -> None:
         "role": "model",
         "parts": [{"text": "Hello!"}],
     }
+
+
+def test_what_an_answer_carries_back_says_nothing_new() -> None:
+    """A model turn sent back with ``thought: false``, an empty call id or a lone
+    signature part hashes as the turn without them."""
+    plain = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "?"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "Checking."},
+                    {"functionCall": {"name": "get_weather", "args": {"city": "X"}}},
+                ],
+            },
+        ]
+    }
+    echoed = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "?"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "Checking.", "thought": False},
+                    {"thoughtSignature": "c2ln"},
+                    {"functionCall": {"id": "", "name": "get_weather", "args": {"city": "X"}}},
+                ],
+            },
+        ]
+    }
+    assert vendor_gemini.read_body(echoed).request == vendor_gemini.read_body(plain).request
+    with pytest.raises(RequestError, match=r"contents\[1\]\.parts\[0\]\.functionResponse"):
+        vendor_gemini.read_body(
+            {
+                "contents": [
+                    {"role": "user", "parts": [{"text": "?"}]},
+                    {"role": "model", "parts": [{"functionResponse": {"name": "f"}}]},
+                ]
+            }
+        )
+    with pytest.raises(RequestError, match="answers no functionCall"):
+        vendor_gemini.read_body(
+            {"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f"}}]}]}
+        )

@@ -340,7 +340,7 @@ def _call(raw: Any, index: int, where: str) -> dict[str, Any]:
     except RequestError:
         raise RequestError(f"{where}.args is not JSON RFC 8785 can encode") from None
     call_id = call.get("id")
-    if call_id is None:
+    if call_id is None or call_id == "":
         call_id = derived_call_id(index, name, arguments)
     return {"id": call_id, "name": name, "arguments": arguments}
 
@@ -358,14 +358,23 @@ def _parts(content: dict[str, Any], where: str) -> list[dict[str, Any]]:
     return [_object(part, f"{where}.parts[{j}]") for j, part in enumerate(parts)]
 
 
-def _plain_part(part: dict[str, Any]) -> dict[str, Any]:
-    """A part as a neutral content part: a bare text part is ``{"type": "text", "text"}``;
-    ``thoughtSignature`` is the model's reasoning, never hashed; any other part is kept."""
-    if "thoughtSignature" in part:
-        part = {k: v for k, v in part.items() if k != "thoughtSignature"}
-    if part.keys() == {"text"} and type(part["text"]) is str:
-        return {"type": "text", "text": part["text"]}
-    return part
+def _plain_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parts as neutral content parts: a bare text part is ``{"type": "text", "text"}``;
+    ``thoughtSignature`` is the model's reasoning and ``thought: false`` says nothing,
+    so neither is hashed (a part left empty goes); any other part is kept."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        if "thoughtSignature" in part or part.get("thought") is False:
+            part = {
+                k: v
+                for k, v in part.items()
+                if k != "thoughtSignature" and not (k == "thought" and v is False)
+            }
+        if part.keys() == {"text"} and type(part["text"]) is str:
+            out.append({"type": "text", "text": part["text"]})
+        elif part:
+            out.append(part)
+    return out
 
 
 def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -397,9 +406,9 @@ def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[s
                         f"{where}.parts[{j}].functionResponse belongs to a user turn"
                     )
                 else:
-                    rest.append(_plain_part(part))
+                    rest.append(part)
             message: dict[str, Any] = {"role": "assistant"}
-            text = _text_content(rest)
+            text = _text_content(_plain_parts(rest))
             if text is not None:
                 message["content"] = text
             if calls:
@@ -418,8 +427,9 @@ def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[s
                 elif "functionCall" in part:
                     raise RequestError(f"{where}.parts[{j}].functionCall belongs to a model turn")
                 elif not _is_reasoning(part):
-                    rest.append(_plain_part(part))
+                    rest.append(part)
             messages.extend(answered)
+            rest = _plain_parts(rest)
             if rest or not answered:
                 messages.append({"role": "user", "content": _text_content(rest)})
         else:
@@ -444,7 +454,7 @@ def _tool_message(
     if extra:
         raise RequestError(f"{where}.{extra[0]} cannot be replayed")
     call_id = answer.get("id")
-    if call_id is None:
+    if call_id is None or call_id == "":
         # Paired with the first unanswered call of the last model turn of that name.
         name = answer.get("name")
         for k, call in enumerate(pending):
@@ -468,7 +478,7 @@ def _system(raw: Any) -> dict[str, Any]:
     if type(raw) is str:
         return {"role": "system", "content": raw}
     content = _object(raw, "systemInstruction")
-    parts = [_plain_part(p) for p in _parts(content, "systemInstruction") if not _is_reasoning(p)]
+    parts = _plain_parts([p for p in _parts(content, "systemInstruction") if not _is_reasoning(p)])
     return {"role": "system", "content": _text_content(parts)}
 
 
