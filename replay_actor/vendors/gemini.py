@@ -363,7 +363,8 @@ def _plain_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ``thoughtSignature`` is the model's reasoning and ``thought: false`` says nothing,
     so neither is hashed (a part left empty goes); any other part is kept."""
     out: list[dict[str, Any]] = []
-    for part in parts:
+    for raw in parts:
+        part = raw
         if "thoughtSignature" in part or part.get("thought") is False:
             part = {
                 k: v
