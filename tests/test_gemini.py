@@ -786,3 +786,57 @@ def test_what_an_answer_carries_back_says_nothing_new() -> None:
         vendor_gemini.read_body(
             {"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "f"}}]}]}
         )
+
+
+GEMINI_WORKFLOW = """
+import asyncio
+import sys
+from google.genai import errors
+from replay_actor import async_gemini_client, gemini_client
+manifest = {"provider": {"kind": "replay", "fixture": sys.argv[1]}}
+config = {"max_output_tokens": 50}
+with gemini_client(manifest) as client:
+    print(client.models.generate_content(model="m", contents="hello", config=config).text)
+    try:
+        client.models.generate_content(model="m", contents="?")
+    except errors.ClientError as exc:
+        print(exc.status)
+async def main():
+    async with async_gemini_client(manifest) as aio:
+        stream = await aio.models.generate_content_stream(model="m", contents="hello", config=config)
+        print("".join([chunk.text async for chunk in stream]))
+asyncio.run(main())
+"""
+
+
+def test_the_gemini_replay_path_creates_only_unix_sockets(
+    conversation: dict[str, Any], tmp_path: Path
+) -> None:
+    """Sync and async (aiohttp installed), the SDK's calls never open an internet
+    socket: the provider's pipes are the only sockets."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from tests.test_no_network import SITECUSTOMIZE
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    log = tmp_path / "audit.log"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    env["AUDIT_LOG"] = str(log)
+    done = subprocess.run(
+        [sys.executable, "-c", GEMINI_WORKFLOW, conversation["provider"]["fixture"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Hello there!", "replay_miss", "Hello there!"]
+    families = {int(line.split()[2]) for line in log.read_text().splitlines()}
+    assert families == {int(socket.AF_UNIX)}
