@@ -803,7 +803,9 @@ with gemini_client(manifest) as client:
         print(exc.status)
 async def main():
     async with async_gemini_client(manifest) as aio:
-        stream = await aio.models.generate_content_stream(model="m", contents="hello", config=config)
+        stream = await aio.models.generate_content_stream(
+            model="m", contents="hello", config=config
+        )
         print("".join([chunk.text async for chunk in stream]))
 asyncio.run(main())
 """
