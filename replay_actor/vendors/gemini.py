@@ -104,7 +104,7 @@ def derived_call_id(index: int, name: str, arguments: str) -> str:
 
 # -- vendor body -> neutral request -------------------------------------------------------
 
-#: Top-level body fields that are delivery or billing details: not hashed (SPEC §15).
+#: Top-level body fields that are delivery or billing details: not hashed (docs/gemini.md).
 _NOT_HASHED: Final = frozenset({"model", "labels", "serviceTier", "store"})
 #: Top-level fields the neutral request cannot stand for; each is refused by name.
 _REFUSED_TOP: Final = {
@@ -131,7 +131,7 @@ _JSON: Final = "application/json"
 
 
 def _refuse_generation(config: dict[str, Any]) -> None:
-    """Fields asking for what one neutral response cannot hold (SPEC §9, §15)."""
+    """Fields asking for what one neutral response cannot hold (docs/gemini.md, "Refused")."""
     count = config.get("candidateCount")
     if count is not None and count != 1:
         raise RequestError(
