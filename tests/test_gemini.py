@@ -842,3 +842,45 @@ def test_the_gemini_replay_path_creates_only_unix_sockets(
     assert done.stdout.splitlines() == ["Hello there!", "replay_miss", "Hello there!"]
     families = {int(line.split()[2]) for line in log.read_text().splitlines()}
     assert families == {int(socket.AF_UNIX)}
+
+
+@pytest.mark.parametrize(
+    ("calling", "choice"),
+    [
+        ({"mode": "AUTO"}, "auto"),
+        ({"mode": "NONE", "allowedFunctionNames": ["a"]}, "none"),
+        ({"mode": "ANY"}, "required"),
+        ({"mode": "ANY", "allowedFunctionNames": ["a"]}, {"name": "a"}),
+        (
+            {"mode": "AUTO", "allowedFunctionNames": ["a", "b"]},
+            {
+                "type": "allowed_tools",
+                "allowed_tools": {
+                    "mode": "auto",
+                    "tools": [
+                        {"type": "function", "function": {"name": "a"}},
+                        {"type": "function", "function": {"name": "b"}},
+                    ],
+                },
+            },
+        ),
+    ],
+)
+def test_function_calling_modes_are_the_neutral_tool_choice(calling: Any, choice: Any) -> None:
+    body = {
+        "contents": [{"parts": [{"text": "x"}]}],
+        "tools": [{"functionDeclarations": [{"name": "a"}, {"name": "b"}]}],
+        "toolConfig": {"functionCallingConfig": calling},
+    }
+    request = vendor_gemini.read_body(body).request
+    assert request["tool_choice"] == choice
+    # The live body says it again (a NONE's names say nothing and are not sent).
+    sent = vendor_gemini.to_body(request, MODEL)["toolConfig"]["functionCallingConfig"]
+    expected = dict(calling)
+    if calling["mode"] == "NONE":
+        expected.pop("allowedFunctionNames")
+    assert sent == expected
+    with pytest.raises(RequestError, match="VALIDATED"):
+        vendor_gemini.read_body(
+            {**body, "toolConfig": {"functionCallingConfig": {"mode": "VALIDATED"}}}
+        )
