@@ -12,6 +12,10 @@ which releases the provider (a client dropped without ``close()`` is closed by t
 own finaliser). The SDK's key is never needed: the provider is local, and a live provider
 reads its key from the manifest's ``api_key_env``; a placeholder is given when the caller
 gives none, so a real key in the environment is not even read into the client.
+
+google-genai (``gemini_client``, docs/gemini.md) is given the transports rather than
+HTTP clients (``HttpOptions.client_args`` / ``async_client_args``): it closes only the
+clients it built itself, and a given async transport is what keeps it off aiohttp.
 """
 
 from __future__ import annotations
