@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: P1 ... P14, E1 (or EXPLAIN)",
+        help="comma-separated sections: P1 ... P14, P12r, P12g, E1 (or EXPLAIN)",
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P11"}, "a slow peer (P11)", lambda: slowpeer.run_slow_peer(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
         ({"P12", "P12R"}, "the SDK path, Responses API (P12r)", lambda: sdk.run_sdk_responses(cfg)),
+        ({"P12", "P12G"}, "the Gemini SDK path (P12g)", lambda: sdk.run_sdk_gemini(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),

@@ -89,6 +89,11 @@ METHOD: Final = """\
   JSON, plus one `complete()` of the realistic request on a handle of its own. Both
   answers are asserted equal first. The difference is the transport and the vendor
   mapping (body decode, body -> neutral request, neutral response -> vendor JSON).
+- **P12g**: P12 for Gemini's shape: `gemini_client(replay manifest)`
+  `models.generate_content(model, contents, config)` with the realistic request as a
+  `generateContent` body (asserted to hash as the realistic request), vs the same
+  google-genai call on a `genai.Client` whose httpx2 transport is a `MockTransport`
+  returning the same canned `GenerateContentResponse`, plus one `complete()`.
 - **P13**: a single-node Ray cluster of the benchmark's own (`ray.init(address="local")`,
   2 CPUs, stopped at the end); one Ray task times, interleaved, `complete()` of the
   realistic request on a `replay_actor.ray` handle and a bare Ray actor method

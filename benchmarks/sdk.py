@@ -9,6 +9,9 @@ P12r is the same for the Responses API shape (``responses.create``, docs/respons
 with the realistic request less its ``stop`` and ``seed`` (which the Responses API
 cannot say); its
 fixture is the P12 one with that request's entry last.
+
+P12g is the same measurement for ``google-genai``'s ``models.generate_content`` through
+``gemini_client``.
 """
 
 from __future__ import annotations
@@ -23,17 +26,19 @@ import httpx2
 import msgspec
 import openai
 
-from replay_actor import acquire, entry_line, openai_client, request_hash
+from replay_actor import acquire, entry_line, gemini_client, openai_client, request_hash
 from replay_actor._response import read_response
+from replay_actor.vendors import gemini as vendor_gemini
 from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors import openai_responses as vendor_responses
 
 from .timing import Config, Row, Stats, interleave, per_call
 from .workload import cache_dir, fixture, realistic_request, response_for
 
-__all__ = ["run_sdk", "run_sdk_responses"]
+__all__ = ["run_sdk", "run_sdk_gemini", "run_sdk_responses"]
 
 MODEL = "gpt-4.1-mini"
+GEMINI_MODEL = "gemini-2.5-flash"
 
 
 def _measure(
@@ -155,3 +160,84 @@ def run_sdk_responses(cfg: Config) -> list[Row]:
         ),
         call=lambda client: client.responses.create(**kwargs),
     )
+
+
+def run_sdk_gemini(cfg: Config) -> list[Row]:
+    """P12g: P12 for Gemini's shape (google-genai's sync client on httpx2)."""
+    from google import genai
+    from google.genai import types
+
+    req = realistic_request()
+    body = vendor_gemini.to_body(req, GEMINI_MODEL)
+    if request_hash(vendor_gemini.read_body(body).request) != request_hash(req):
+        raise AssertionError("the Gemini body does not hash as the realistic request")
+    path = fixture(100)
+    # google-genai's own work on this request is ~10x openai's (pydantic models both
+    # ways), so fewer calls per sample give samples as long as P12's.
+    calls = cfg.pick(40, 10)
+    reps = cfg.pick(21, 5)
+    ours = gemini_client({"provider": {"kind": "replay", "fixture": str(path)}})
+    handle = acquire(path, timeout=120.0)
+    canned = msgspec.json.encode(
+        vendor_gemini.response_body(read_response(handle.complete(req)), GEMINI_MODEL)
+    )
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "application/json"}, content=canned)
+
+    mock = genai.Client(
+        api_key="x",
+        http_options=types.HttpOptions(client_args={"transport": httpx2.MockTransport(answer)}),
+    )
+    # The app's call, as google-genai users write it: contents plus a config object.
+    config = types.GenerateContentConfig.model_validate(
+        {
+            **body["generationConfig"],
+            "systemInstruction": body["systemInstruction"],
+            "tools": body["tools"],
+            "toolConfig": body["toolConfig"],
+        }
+    )
+    contents = [types.Content.model_validate(c) for c in body["contents"]]
+
+    def call(client: genai.Client) -> Any:
+        return client.models.generate_content(model=GEMINI_MODEL, contents=contents, config=config)
+
+    def floor() -> None:
+        call(mock)
+        handle.complete(req)
+
+    try:
+        a = call(ours).model_dump(exclude={"sdk_http_response"})
+        b = call(mock).model_dump(exclude={"sdk_http_response"})
+        if a != b:
+            raise AssertionError("the two sides do not answer alike")
+        samples = interleave(
+            {"ours": per_call(lambda: call(ours), calls), "floor": per_call(floor, calls)},
+            reps=reps,
+            warmup=2,
+        )
+    finally:
+        ours.close()
+        mock.close()
+        handle.release()
+    mine = Stats.of(samples["ours"])
+    base = Stats.of(samples["floor"])
+    paired = statistics.median(
+        o / f for o, f in zip(samples["ours"], samples["floor"], strict=True)
+    )
+    return [
+        Row(
+            id="P12g",
+            what="gemini_client models.generate_content, realistic request, replay",
+            unit="us",
+            ours=mine,
+            reference=base,
+            reference_name="same SDK call over MockTransport + one complete()",
+            ratio=mine.median / base.median,
+            ratio_means="ours / floor",
+            op="<=",
+            bound=1.2,
+            extra={"paired_median_ratio": paired},
+        )
+    ]

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
     from .integrations.sdk import (
         anthropic_client,
         async_anthropic_client,
+        async_gemini_client,
         async_openai_client,
+        gemini_client,
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
@@ -87,7 +89,9 @@ _LOCATIONS: dict[str, str] = {
     "Supervisor": "replay.supervisor",
     "anthropic_client": "integrations.sdk",
     "async_anthropic_client": "integrations.sdk",
+    "async_gemini_client": "integrations.sdk",
     "async_openai_client": "integrations.sdk",
+    "gemini_client": "integrations.sdk",
     "openai_client": "integrations.sdk",
     "AsyncProviderTransport": "integrations.transport",
     "ProviderTransport": "integrations.transport",
@@ -126,9 +130,11 @@ __all__ = [
     "acquire",
     "anthropic_client",
     "async_anthropic_client",
+    "async_gemini_client",
     "async_openai_client",
     "canonical_json",
     "entry_line",
+    "gemini_client",
     "load_fixture",
     "open_provider",
     "openai_client",

@@ -1,4 +1,4 @@
-"""``--from openai|anthropic``: the CLI reads a vendor request body (as an SDK sends it or
+"""``--from openai|anthropic|gemini``: the CLI reads a vendor request body (as an SDK sends it or
 a log shows it) through the same mapping as the SDK transports."""
 
 from __future__ import annotations
@@ -21,6 +21,12 @@ OPENAI_BODY: dict[str, Any] = {
     ],
     "max_completion_tokens": 30,
     "stream": True,
+}
+GEMINI_BODY: dict[str, Any] = {
+    "contents": [{"role": "user", "parts": [{"text": "Capital of France?"}]}],
+    "systemInstruction": {"parts": [{"text": "Be brief."}]},
+    "generationConfig": {"maxOutputTokens": 30},
+    "labels": {"team": "evals"},
 }
 ANTHROPIC_BODY: dict[str, Any] = {
     "model": "claude-x",
@@ -102,7 +108,22 @@ def test_vendor_fields_that_cannot_be_replayed_are_named(
 
 def test_from_needs_a_known_vendor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = _write(tmp_path / "o.json", OPENAI_BODY)
-    code, _, err = run(capsys, "hash", "--from", "gemini", body)
+    code, _, err = run(capsys, "hash", "--from", "cohere", body)
     assert code == 2 and "invalid choice" in err
     code, _, err = run(capsys, "stub", "--content", "x")
     assert code == 2 and "REQUEST_HASH" in err
+
+
+def test_hash_from_a_gemini_body(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A generateContent body (as google-genai sends it, or a log shows it) hashes as
+    the same conversation sent through the other vendors; the model is in the URL, so
+    the file needs none."""
+    gemini_file = _write(tmp_path / "g.json", GEMINI_BODY)
+    assert run(capsys, "hash", "--from", "gemini", gemini_file) == (0, EXPECTED + "\n", "")
+    refused = _write(
+        tmp_path / "n.json",
+        {**GEMINI_BODY, "generationConfig": {"maxOutputTokens": 30, "candidateCount": 2}},
+    )
+    code, out, err = run(capsys, "hash", "--from", "gemini", refused)
+    assert code == 1 and out == ""
+    assert "candidateCount" in err and "Capital" not in err

@@ -61,6 +61,7 @@ AdapterFactory = Callable[[Mapping[str, Any]], Adapter]
 BUILTIN_ADAPTERS: Final = {
     "openai": ("replay_actor.adapters.openai", "OpenAIAdapter"),
     "anthropic": ("replay_actor.adapters.anthropic", "AnthropicAdapter"),
+    "gemini": ("replay_actor.adapters.gemini", "GeminiAdapter"),
 }
 
 

@@ -12,6 +12,10 @@ which releases the provider (a client dropped without ``close()`` is closed by t
 own finaliser). The SDK's key is never needed: the provider is local, and a live provider
 reads its key from the manifest's ``api_key_env``; a placeholder is given when the caller
 gives none, so a real key in the environment is not even read into the client.
+
+google-genai (``gemini_client``, docs/gemini.md) is given the transports rather than
+HTTP clients (``HttpOptions.client_args`` / ``async_client_args``): it closes only the
+clients it built itself, and a given async transport is what keeps it off aiohttp.
 """
 
 from __future__ import annotations
@@ -23,13 +27,17 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 if TYPE_CHECKING:
     import anthropic
     import openai
+    from google import genai
+    from google.genai.client import AsyncClient as GeminiAsyncClient
 
     from .._interface import Provider
 
 __all__ = [
     "anthropic_client",
     "async_anthropic_client",
+    "async_gemini_client",
     "async_openai_client",
+    "gemini_client",
     "openai_client",
 ]
 
@@ -112,3 +120,72 @@ def async_anthropic_client(manifest: Manifest, **sdk_kwargs: Any) -> anthropic.A
         return anthropic.AsyncAnthropic(http_client=http, **kwargs)
 
     return _build(manifest, sdk_kwargs, make)
+
+
+#: ``HttpOptions`` fields replay-actor sets itself: the HTTP clients (so the provider,
+#: not aiohttp or the network, answers) and the retries (a retried 5xx answer would ask
+#: the provider again; a live provider retries on its own, see docs/manifest.md).
+_GEMINI_OWNED: Final = (
+    "client_args",
+    "async_client_args",
+    "httpx_client",
+    "httpx_async_client",
+    "aiohttp_client",
+    "retry_options",
+)
+
+
+def _gemini(manifest: Manifest, sdk_kwargs: dict[str, Any], *, release_by_async: bool) -> Any:
+    from google import genai
+    from google.genai import types
+
+    from .transport import AsyncProviderTransport, ProviderTransport
+
+    raw = sdk_kwargs.pop("http_options", None)
+    if raw is None:
+        options = types.HttpOptions()
+    elif isinstance(raw, types.HttpOptions):
+        options = raw.model_copy()
+    else:
+        options = types.HttpOptions.model_validate(raw)
+    for field in _GEMINI_OWNED:
+        if getattr(options, field) is not None:
+            raise TypeError(
+                f"http_options.{field} is set by replay-actor; pass the other options only"
+            )
+    # Not Vertex AI unless asked: GOOGLE_GENAI_USE_VERTEXAI in the environment would
+    # otherwise want a project and credentials that a replay never needs.
+    sdk_kwargs.setdefault("vertexai", False)
+
+    def make(provider: Provider, kwargs: dict[str, Any]) -> Any:
+        # google-genai builds (and closes) its own httpx2 clients around these
+        # transports; a transport given this way also turns its aiohttp path off.
+        options.client_args = {
+            "transport": ProviderTransport(
+                provider, "gemini", release_on_close=not release_by_async
+            )
+        }
+        options.async_client_args = {
+            "transport": AsyncProviderTransport(
+                provider, "gemini", release_on_close=release_by_async
+            )
+        }
+        return genai.Client(http_options=options, **kwargs)
+
+    return _build(manifest, sdk_kwargs, make)
+
+
+def gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> genai.Client:
+    """A ``google.genai.Client`` whose ``models.generate_content`` (and
+    ``generate_content_stream``, and the same calls on ``client.aio``) the manifest's
+    provider answers. ``client.close()`` (or a ``with`` block) releases the provider."""
+    client: genai.Client = _gemini(manifest, sdk_kwargs, release_by_async=False)
+    return client
+
+
+def async_gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> GeminiAsyncClient:
+    """The async client (what ``genai.Client(...).aio`` is) on the provider's native async
+    path, never aiohttp. ``await client.aclose()`` (or ``async with``) releases the
+    provider."""
+    client: genai.Client = _gemini(manifest, sdk_kwargs, release_by_async=True)
+    return client.aio

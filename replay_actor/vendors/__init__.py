@@ -73,6 +73,7 @@ REGISTRY: Final[dict[str, str]] = {
     "openai": "replay_actor.vendors.openai:OpenAIChat",
     "anthropic": "replay_actor.vendors.anthropic:AnthropicMessages",
     "openai-responses": "replay_actor.vendors.openai_responses:OpenAIResponses",
+    "gemini": "replay_actor.vendors.gemini:GeminiGenerateContent",
 }
 
 
