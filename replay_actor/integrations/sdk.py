@@ -8,15 +8,18 @@
 Each function opens the manifest's provider, puts a transport over it in the SDK's own
 HTTP client (httpx2) and returns the vendor's client class, built with the caller's
 keyword arguments. Closing the client closes its HTTP client, which closes the transport,
-which releases the provider (a client dropped without ``close()`` is closed by the SDK's
-own finaliser). The SDK's key is never needed: the provider is local, and a live provider
-reads its key from the manifest's ``api_key_env``; a placeholder is given when the caller
-gives none, so a real key in the environment is not even read into the client.
+which releases the provider. A client dropped without ``close()`` releases it when it is
+garbage collected, or at interpreter exit at the latest (a ``weakref.finalize`` that
+:func:`_build` sets on every client it builds). The SDK's key is never needed: the
+provider is local, and a live provider reads its key from the manifest's ``api_key_env``;
+a placeholder is given when the caller gives none, so a real key in the environment is
+not even read into the client.
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -52,10 +55,16 @@ def _build(
     sdk_kwargs.setdefault("api_key", PLACEHOLDER_KEY)
     provider = open_provider(manifest)
     try:
-        return make(provider, sdk_kwargs)
+        client = make(provider, sdk_kwargs)
     except BaseException:
         provider.release()
         raise
+    # A client dropped without close(): release the provider when the client is
+    # collected (or at exit), so neither the actor nor its descriptors outlive it. The
+    # SDKs close an http_client they were given only when told to. release() is
+    # idempotent, so a client closed first is released once.
+    weakref.finalize(client, provider.release)
+    return client
 
 
 def openai_client(manifest: Manifest, **sdk_kwargs: Any) -> openai.OpenAI:
