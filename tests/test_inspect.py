@@ -474,7 +474,7 @@ def test_stop_reasons(response: dict[str, Any], stop: str) -> None:
 
 @pytest.mark.parametrize("finish", [None, "stop", "refusal"])
 def test_a_refusal_replays_as_a_refusal(finish: str | None) -> None:
-    # SPEC section 15: a stored refusal is not an empty answer (issue 16, via read_response).
+    # A stored refusal is not an empty answer (docs/inspect.md, "Refusals").
     response: dict[str, Any] = {"content": None, "refusal": "I can't help with that."}
     if finish is not None:
         response["finish_reason"] = finish

@@ -269,7 +269,7 @@ def _one_answer(tmp_path: Path, answer: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("streamed", [False, True])
 def test_a_refusal_replays_as_a_refusal(tmp_path: Path, streamed: bool, no_leaks: None) -> None:
-    # SPEC section 15: as pydantic-ai's OpenAI model answers a refusal, so the agent raises
+    # As pydantic-ai's OpenAI model answers a refusal (docs/pydantic-ai.md), so the agent raises
     # ContentFilterError with the refusal's text (not an empty answer it retries).
     refused = {"content": None, "refusal": "I can't help with that.", "finish_reason": "stop"}
     with ReplayModel(_one_answer(tmp_path, refused)) as model:
