@@ -114,8 +114,8 @@ def test_hostile_bodies_are_a_400_on_every_transport(name: str, manifest: dict[s
                 _check_400(answer.status_code, answer.json()["error"], says)
             t1 = AsyncHttpxProviderTransport(provider, release_on_close=False)
             async with httpx.AsyncClient(transport=t1) as a1:
-                answer = await a1.post(url, content=body, headers=headers)
-                _check_400(answer.status_code, answer.json()["error"], says)
+                answer1 = await a1.post(url, content=body, headers=headers)
+                _check_400(answer1.status_code, answer1.json()["error"], says)
 
         asyncio.run(both_async())
         # Refused at the door: the provider was never asked.
