@@ -24,13 +24,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import msgspec
 
 from ._canonical import canonical_json
 from ._errors import FixtureError, ReplayError, ReplayMiss, RequestError
 from ._request import canonical_request, request_hash
+from ._strict_json import NotStrictJSON, loads_strict
 from ._version import __version__
 from .files.sidecar import SidecarWriter, sidecar_path
 from .fixture import MISS, Ceilings, Cursors, entry_line, iter_rejections, load_fixture
@@ -102,25 +103,6 @@ def _error(message: str) -> None:
 # -- input -------------------------------------------------------------------------------
 
 
-class _DuplicateKey(Exception):
-    pass
-
-
-class _NotJSON(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        raise _DuplicateKey
-    return result
-
-
-def _no_constant(_name: str) -> NoReturn:
-    raise _NotJSON
-
-
 def _label(source: str) -> str:
     return _STDIN_LABEL if source == _STDIN else source
 
@@ -149,16 +131,9 @@ def _read_json(source: str, what: str) -> Any:
         problem = f"not valid UTF-8 (byte {exc.start})"
     else:
         try:
-            return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-        except json.JSONDecodeError as exc:
-            # exc.msg is a fixed phrase; exc.doc (the input) is deliberately not used.
-            problem = f"not valid JSON (line {exc.lineno}, column {exc.colno})"
-        except _DuplicateKey:
-            problem = "not valid JSON (a key is repeated within one object)"
-        except _NotJSON:
-            problem = "not valid JSON (NaN and Infinity are not JSON)"
-        except RecursionError:
-            problem = "not valid JSON (nested too deeply)"
+            return loads_strict(text)  # the transports' rules too (_strict_json)
+        except NotStrictJSON as exc:
+            problem = f"not valid JSON ({exc})"
     raise CLIError(f"{label}: {what} is {problem}")
 
 

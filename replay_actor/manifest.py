@@ -28,7 +28,7 @@ from .adapters.base import load_adapter_factory
 from .adapters.live import LiveProvider
 from .fixture import Ceilings
 
-__all__ = ["Provider", "open_provider"]
+__all__ = ["Provider", "open_provider", "read_manifest"]
 
 KINDS: Final = ("replay", "live", "record")
 BACKENDS: Final = ("local", "ray")
@@ -264,3 +264,28 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
         **extra,
     )
     return provider_handle
+
+
+#: The ``[provider]`` keys that hold paths relative to the manifest's folder.
+_PATH_KEYS: Final = ("fixture", "inspection")
+
+
+def read_manifest(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest as the mapping ``open_provider`` takes, its relative paths
+    (``provider.fixture``, ``provider.inspection``) made absolute, so it can be changed
+    (another kind, another table) and opened from any directory.
+
+    Only reads: a file that is not a readable TOML manifest raises ``ManifestError``, but
+    the keys are checked by ``open_provider``, which reports them with its usual words.
+    """
+    data, base = _read(manifest)
+    out = dict(data)
+    table = out.get("provider")
+    if isinstance(table, Mapping):
+        table = dict(table)
+        for key in _PATH_KEYS:
+            value = table.get(key)
+            if isinstance(value, str) and value:
+                table[key] = os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+        out["provider"] = table
+    return out

@@ -44,6 +44,7 @@ from inspect_ai.tool import ToolCall, ToolCallError, ToolFunction, ToolInfo, Too
 from inspect_ai.util import JSONSchema
 
 from replay_actor import ManifestError, ReplayProvider, load_fixture, request_hash
+from replay_actor._response import Unexpressible
 from replay_actor.fixture import entry_line
 from replay_actor.integrations.inspect_ai import ReplayModelAPI, to_output, to_request
 from tests.chat_server import ChatServer
@@ -469,6 +470,43 @@ def test_stop_reasons(response: dict[str, Any], stop: str) -> None:
     assert output.stop_reason == stop
     assert output.completion == "x"
     assert output.usage is None
+
+
+@pytest.mark.parametrize("finish", [None, "stop", "refusal"])
+def test_a_refusal_replays_as_a_refusal(finish: str | None) -> None:
+    # A stored refusal is not an empty answer (docs/inspect.md, "Refusals").
+    response: dict[str, Any] = {"content": None, "refusal": "I can't help with that."}
+    if finish is not None:
+        response["finish_reason"] = finish
+    output = to_output(response, "m", [])
+    assert output.stop_reason == "content_filter"
+    choice = output.choices[0]
+    assert choice.stop_details is not None
+    assert choice.stop_details.type == "refusal"
+    assert choice.stop_details.explanation == "I can't help with that."
+    content = output.message.content
+    assert isinstance(content, list)
+    assert [(type(p), p.text, p.refusal) for p in content if isinstance(p, ContentText)] == [
+        (ContentText, "I can't help with that.", True)
+    ]
+    assert output.completion == "I can't help with that."
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"content": 3},
+        {"content": ["a"]},
+        {"tool_calls": [{"id": "c", "name": 5, "arguments": "{}"}]},
+        {"tool_calls": [{"id": "c", "name": "get_weather", "arguments": {"city": "Lima"}}]},
+        {"finish_reason": 1},
+        {"usage": "lots"},
+    ],
+)
+def test_a_stored_value_of_the_wrong_type_fails_closed(response: dict[str, Any]) -> None:
+    # One tolerance (read_response): a wrong type is never stringified into an answer.
+    with pytest.raises(Unexpressible, match=r"wrong type at `\$"):
+        to_output(response, "m", [WEATHER])
 
 
 def test_the_core_never_imports_inspect() -> None:

@@ -94,7 +94,16 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "core",
         frozenset(
-            {"_version", "_errors", "_canonical", "_memo", "_request", "_response", "_interface"}
+            {
+                "_version",
+                "_errors",
+                "_canonical",
+                "_memo",
+                "_request",
+                "_response",
+                "_strict_json",
+                "_interface",
+            }
         ),
     ),
     ("files on disk", frozenset({"fixture", "files"})),

@@ -8,6 +8,7 @@ through an OpenAI client over the same fixture: both ask the very same requests.
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,10 +20,12 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ContentFilterError
 from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
 from pydantic_ai.models import ModelRequestParameters
 
 from replay_actor import ProviderClosed, ReplayMiss, request_hash
+from replay_actor._response import Unexpressible
 from replay_actor.fixture import entry_line
 from replay_actor.pydantic_ai import ReplayModel
 
@@ -254,3 +257,41 @@ def test_private_miss_carries_no_hash_in_any_frame(tmp_path: Path, no_leaks: Non
             frame_tb = frame_tb.tb_next
         chained = chained.__cause__ or chained.__context__
     assert not any("sha256:" in text for text in seen)
+
+
+def _one_answer(tmp_path: Path, answer: dict[str, Any]) -> dict[str, Any]:
+    """A manifest whose fixture answers the weather agent's first request with ``answer``."""
+    fixture = tmp_path / "one.jsonl"
+    fixture.write_bytes(entry_line(request_hash(FIRST), answer) + b"\n")
+    return {"provider": {"kind": "replay", "fixture": str(fixture)}}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_refusal_replays_as_a_refusal(tmp_path: Path, streamed: bool, no_leaks: None) -> None:
+    # As pydantic-ai's OpenAI model answers a refusal (docs/pydantic-ai.md), so the agent raises
+    # ContentFilterError with the refusal's text (not an empty answer it retries).
+    refused = {"content": None, "refusal": "I can't help with that.", "finish_reason": "stop"}
+    with ReplayModel(_one_answer(tmp_path, refused)) as model:
+        agent = weather_agent(model)
+
+        async def stream() -> str:
+            async with agent.run_stream("Weather in Paris?") as run:
+                return await run.get_output()
+
+        def run() -> object:
+            return asyncio.run(stream()) if streamed else agent.run_sync("Weather in Paris?")
+
+        with pytest.raises(ContentFilterError, match=re.escape("Refusal: \"I can't help")):
+            run()
+        assert model.replay_provider.snapshot()["served"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_stored_value_of_the_wrong_type_fails_closed(tmp_path: Path, no_leaks: None) -> None:
+    # One tolerance (read_response): ``"content": 3`` is not silently an empty answer.
+    with (
+        ReplayModel(_one_answer(tmp_path, {"content": 3})) as model,
+        pytest.raises(Unexpressible, match=r"wrong type at `\$\.content`"),
+    ):
+        weather_agent(model).run_sync("Weather in Paris?")

@@ -363,3 +363,96 @@ def test_plugin_can_be_turned_off(project: pytest.Pytester) -> None:
     result = run(project, "-p", "no:replay_actor")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*fixture 'replay_provider' not found*"])
+
+
+# -- issue 17, items 22-24: a swallowed miss is never green, a missing fixture names its path
+
+
+@pytest.mark.timeout(120)
+def test_a_miss_swallowed_in_a_fixture_teardown_fails(
+    project: pytest.Pytester, no_leaks: None
+) -> None:
+    project.makepyfile(
+        test_app="""
+        import pytest
+        from replay_actor import ReplayMiss
+
+        pytestmark = pytest.mark.replay(fixture="fixtures/chat.jsonl")
+        UNKNOWN = {"messages": [{"role": "user", "content": "asked at teardown"}]}
+
+        @pytest.fixture
+        def session(replay_provider):
+            yield replay_provider
+            try:
+                replay_provider.complete(UNKNOWN)  # e.g. a summary call at the end
+            except ReplayMiss:
+                pass
+
+        @pytest.fixture
+        def warmed(replay_provider):
+            try:
+                replay_provider.complete(UNKNOWN)  # swallowed while setting up
+            except ReplayMiss:
+                pass
+            return replay_provider
+
+        def test_teardown(session):
+            assert session.complete({"messages": [{"role": "user", "content": "hi"}]})
+
+        def test_setup(warmed):
+            pass
+        """
+    )
+    digest = request_hash({"messages": [{"role": "user", "content": "asked at teardown"}]})
+    result = run(project)
+    # The teardown miss: the test itself passed, its teardown errors with the message.
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_teardown*"])
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_setup*"])
+    result.stdout.fnmatch_lines([f"replay-actor: {MISS} (request_hash: {digest})"])
+
+
+@pytest.mark.timeout(120)
+def test_a_swallowed_miss_then_skip_is_not_green(project: pytest.Pytester, no_leaks: None) -> None:
+    project.makepyfile(
+        test_app="""
+        import pytest
+        from replay_actor import ReplayMiss
+
+        pytestmark = pytest.mark.replay(fixture="fixtures/chat.jsonl")
+
+        def test_skipped_after_a_miss(replay_provider):
+            try:
+                replay_provider.complete({"messages": [{"role": "user", "content": "nope"}]})
+            except ReplayMiss:
+                pytest.skip("the model is not available")
+
+        def test_plain_skip(replay_provider):
+            pytest.skip("nothing asked: still a skip")
+
+        @pytest.mark.xfail(reason="a known miss", strict=True)
+        def test_expected_miss(replay_provider):
+            replay_provider.complete({"messages": [{"role": "user", "content": "nope"}]})
+        """
+    )
+    result = run(project)
+    result.assert_outcomes(failed=1, skipped=1, xfailed=1)
+    result.stdout.fnmatch_lines(["FAILED test_app.py::test_skipped_after_a_miss*"])
+    result.stdout.fnmatch_lines([f"replay-actor: {MISS} (request_hash: *)"])
+
+
+@pytest.mark.timeout(120)
+def test_a_missing_fixture_names_the_path_tried(pytester: pytest.Pytester, no_leaks: None) -> None:
+    pytester.makepyfile(
+        test_app="""
+        import pytest
+
+        @pytest.mark.replay(fixture="fixtures/typo.jsonl")
+        def test_x(replay_provider):
+            pass
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(errors=1)
+    tried = pytester.path / "fixtures" / "typo.jsonl"
+    result.stdout.fnmatch_lines([f"*fixture rejected: file_missing (fixture: {tried})*"])

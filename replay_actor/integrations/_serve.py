@@ -47,6 +47,7 @@ from .._errors import (
     SequenceExhausted,
 )
 from .._response import Unexpressible, read_response
+from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ..vendors import Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
 
@@ -66,7 +67,6 @@ _JSON: Final = ("content-type", "application/json")
 _SSE: Final = ("content-type", "text/event-stream; charset=utf-8")
 _NO_RETRY: Final = ("x-should-retry", "false")
 _encode: Final = msgspec.json.encode
-_decode: Final = msgspec.json.decode
 
 #: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
@@ -136,10 +136,17 @@ class Exchange:
         vendor = self._route(method, path)
         if isinstance(vendor, tuple):
             return vendor
+        problem: str | None = None
         try:
-            data = _decode(body)
-        except (msgspec.DecodeError, UnicodeDecodeError):
-            return _error(vendor, 400, "invalid_request", "the request body is not JSON")
+            # Strictly, by the CLI's rules: a repeated key or a body nested deeper than
+            # MAX_BODY_DEPTH is refused, so nothing after this can recurse out of stack.
+            data = loads_strict(body.decode("utf-8"), max_depth=MAX_BODY_DEPTH)
+        except UnicodeDecodeError:
+            problem = "the request body is not JSON (not valid UTF-8)"
+        except NotStrictJSON as exc:
+            problem = f"the request body is not JSON ({exc})"
+        if problem is not None:
+            return _error(vendor, 400, "invalid_request", problem)
         try:
             call: VendorCall = vendor.read_body(data, path)
         except RequestError as exc:
@@ -169,8 +176,9 @@ class Exchange:
         if text is None:
             return call
         try:
-            scope = _decode(text)
-        except Exception:  # DecodeError, or a nesting msgspec refuses: either is bad input
+            # The body's rules: no repeated key, no nesting past the bound.
+            scope = loads_strict(text, max_depth=MAX_BODY_DEPTH)
+        except NotStrictJSON:
             scope = None
         if type(scope) is not dict:
             return _error(

@@ -48,6 +48,7 @@ from inspect_ai.model import (
     ModelCall,
     ModelOutput,
     ModelUsage,
+    StopDetails,
     StopReason,
     modelapi,
 )
@@ -56,9 +57,11 @@ from inspect_ai.model._call_tools import parse_tool_call
 from inspect_ai.tool import ToolCall, ToolChoice, ToolFunction, ToolInfo
 from inspect_ai.util._json import json_schema_dump
 
-from .._errors import ManifestError, ReplayMiss, SequenceExhausted
+from .._errors import ManifestError
 from .._interface import Provider
+from .._response import read_response
 from ..vendors._common import canonical_arguments, collapse_content
+from ._private import acall_private
 
 __all__ = ["ReplayModelAPI", "replay", "to_output", "to_request"]
 
@@ -97,6 +100,7 @@ _STOP_REASONS: Final[dict[str, StopReason]] = {
     "tool_use": "tool_calls",
     "function_call": "tool_calls",
     "content_filter": "content_filter",
+    "refusal": "content_filter",
 }
 
 _TRUE: Final = frozenset({"true", "1", "yes", "on"})
@@ -249,8 +253,8 @@ def to_request(
 # -- neutral response -> ModelOutput --------------------------------------------------------
 
 
-def _usage(raw: Any) -> ModelUsage | None:
-    if not isinstance(raw, Mapping):
+def _usage(raw: Mapping[str, Any] | None) -> ModelUsage | None:
+    if raw is None:
         return None
 
     def count(*names: str) -> int:
@@ -267,35 +271,36 @@ def _usage(raw: Any) -> ModelUsage | None:
 
 
 def to_output(response: Mapping[str, Any], model: str, tools: Sequence[ToolInfo]) -> ModelOutput:
-    """The ``ModelOutput`` for a neutral response ``{"content", "tool_calls",
-    "finish_reason", "usage"}`` (every key optional, as fixtures are written by hand)."""
-    content = response.get("content")
-    if content is None:
-        content = ""
-    elif not isinstance(content, str):
-        content = json.dumps(content)
-    calls: list[ToolCall] = []
-    for raw in response.get("tool_calls") or []:
-        arguments = raw.get("arguments", "")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments)
-        calls.append(
-            parse_tool_call(str(raw.get("id", "")), str(raw["name"]), arguments, list(tools))
-        )
-    finish = response.get("finish_reason")
+    """The ``ModelOutput`` for a neutral response (``read_response``: every key optional,
+    as fixtures are written by hand; a value of the wrong type raises ``Unexpressible``).
+
+    A refusal is the answer's text marked ``refusal=True``, with ``stop_reason``
+    ``"content_filter"`` and ``stop_details`` of type ``"refusal"`` (docs/inspect.md).
+    """
+    neutral = read_response(response)
+    calls = [
+        parse_tool_call(call.id, call.name, call.arguments, list(tools))
+        for call in neutral.tool_calls
+    ]
+    content: str | list[Content] = neutral.content or ""
     stop_reason: StopReason
-    if isinstance(finish, str):
-        stop_reason = _STOP_REASONS.get(finish, "unknown")
+    stop_details: StopDetails | None = None
+    if neutral.refusal is not None:
+        # What Inspect's own providers give for a refusal, whichever vendor refused.
+        content = [ContentText(text=neutral.refusal, refusal=True)]
+        stop_reason = "content_filter"
+        stop_details = StopDetails(type="refusal", explanation=neutral.refusal)
+    elif neutral.finish_reason is not None:
+        stop_reason = _STOP_REASONS.get(neutral.finish_reason, "unknown")
     else:
         stop_reason = "tool_calls" if calls else "stop"
     message = ChatMessageAssistant(
         content=content, tool_calls=calls or None, model=model, source="generate"
     )
-    return ModelOutput(
-        model=model,
-        choices=[ChatCompletionChoice(message=message, stop_reason=stop_reason)],
-        usage=_usage(response.get("usage")),
+    choice = ChatCompletionChoice(
+        message=message, stop_reason=stop_reason, stop_details=stop_details
     )
+    return ModelOutput(model=model, choices=[choice], usage=_usage(neutral.usage))
 
 
 # -- the provider -----------------------------------------------------------------------------
@@ -347,18 +352,10 @@ class ReplayModelAPI(ModelAPI):
         config: GenerateConfig,
     ) -> tuple[ModelOutput, ModelCall]:
         request = to_request(input, tools, tool_choice, config, epoch=current_epoch())
-        private: type[ReplayMiss | SequenceExhausted] | None = None
-        try:
-            response = await self._provider.acomplete(request)
-        except (ReplayMiss, SequenceExhausted) as exc:
-            if exc.request_hash is not None:
-                raise
-            private = type(exc)
-        if private is not None:
-            # Private mode: raised afresh here, outside the except block, so the
-            # provider's frames (whose locals hold the request hash) never reach Inspect's
-            # traceback, which shows every frame's locals with INSPECT_TRACEBACK_LOCALS=1.
-            raise private()
+        # Private mode: a miss is raised afresh, so the provider's frames (whose locals
+        # hold the request hash) never reach Inspect's traceback, which shows every
+        # frame's locals with INSPECT_TRACEBACK_LOCALS=1.
+        response = await acall_private(lambda: self._provider.acomplete(request))
         output = to_output(response, self.model_name, tools)
         return output, ModelCall.create(request=request, response=response)
 

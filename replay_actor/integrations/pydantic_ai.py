@@ -67,11 +67,13 @@ from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.usage import RequestUsage
 
-from .._errors import ReplayMiss, RequestError, SequenceExhausted
+from .._errors import RequestError
 from .._interface import Provider
+from .._response import Response, read_response
 from ..vendors._common import canonical_arguments, collapse_content
+from ._private import acall_private
 
-__all__ = ["ReplayModel", "ReplayStreamedResponse"]
+__all__ = ["ReplayModel", "ReplayStreamedResponse", "to_response"]
 
 #: ModelSettings keys that shape the answer, with their neutral ``params`` name (the
 #: chat-completions body field pydantic-ai's OpenAI model sends them as). ``timeout``,
@@ -256,8 +258,8 @@ class _Mapper:
 # -- neutral response -> pydantic-ai ------------------------------------------------------------
 
 
-def _usage(raw: Any) -> RequestUsage:
-    if not isinstance(raw, Mapping):
+def _usage(raw: Mapping[str, Any] | None) -> RequestUsage:
+    if raw is None:
         return RequestUsage()
 
     def count(*names: str) -> int:
@@ -273,28 +275,47 @@ def _usage(raw: Any) -> RequestUsage:
     )
 
 
-def _parts(response: Mapping[str, Any]) -> list[ModelResponsePart]:
+def _parts(response: Response) -> list[ModelResponsePart]:
+    if response.refusal is not None:
+        # As pydantic-ai's OpenAI model answers a refusal: no parts, the text in
+        # provider_details (see _details), so the agent raises ContentFilterError.
+        return []
     parts: list[ModelResponsePart] = []
-    content = response.get("content")
-    if isinstance(content, str) and content:
-        parts.append(TextPart(content=content))
-    for call in response.get("tool_calls") or []:
-        arguments = call.get("arguments", "")
-        parts.append(
-            ToolCallPart(
-                tool_name=str(call["name"]),
-                args=arguments if isinstance(arguments, str) else dict(arguments),
-                tool_call_id=str(call.get("id") or ""),
-            )
-        )
+    if response.content:
+        parts.append(TextPart(content=response.content))
+    for call in response.tool_calls:
+        parts.append(ToolCallPart(tool_name=call.name, args=call.arguments, tool_call_id=call.id))
     return parts
 
 
-def _finish(response: Mapping[str, Any], parts: list[ModelResponsePart]) -> FinishReason:
-    finish = response.get("finish_reason")
-    if isinstance(finish, str) and finish in _FINISH:
+def _finish(response: Response, parts: list[ModelResponsePart]) -> FinishReason:
+    if response.refusal is not None:
+        return "content_filter"
+    finish = response.finish_reason
+    if finish is not None and finish in _FINISH:
         return _FINISH[finish]
     return "tool_call" if any(isinstance(p, ToolCallPart) for p in parts) else "stop"
+
+
+def _details(response: Response) -> dict[str, Any] | None:
+    return None if response.refusal is None else {"refusal": response.refusal}
+
+
+def to_response(answer: Mapping[str, Any], model_name: str) -> ModelResponse:
+    """The ``ModelResponse`` for a neutral response (``read_response``: every key
+    optional; a value of the wrong type raises ``Unexpressible``). A refusal has no
+    parts, ``finish_reason="content_filter"`` and its text in
+    ``provider_details["refusal"]`` (docs/pydantic-ai.md)."""
+    neutral = read_response(answer)
+    parts = _parts(neutral)
+    return ModelResponse(
+        parts=parts,
+        usage=_usage(neutral.usage),
+        model_name=model_name,
+        provider_name="replay",
+        provider_details=_details(neutral),
+        finish_reason=_finish(neutral, parts),
+    )
 
 
 # -- the model ------------------------------------------------------------------------------------
@@ -362,26 +383,10 @@ class ReplayModel(Model):
     ) -> tuple[ModelResponse, ModelRequestParameters]:
         settings, parameters = self.prepare_request(model_settings, model_request_parameters)
         request = self.to_request(messages, settings, parameters)
-        private: type[ReplayMiss | SequenceExhausted] | None = None
-        try:
-            answer: dict[str, Any] = await self._replay.acomplete(request)
-        except (ReplayMiss, SequenceExhausted) as exc:
-            if exc.request_hash is not None:
-                raise
-            private = type(exc)
-        if private is not None:
-            # Private mode: raised afresh here, outside the except block, so the provider's
-            # frames (whose locals hold the request hash) stay out of any traceback that
-            # instrumentation records with locals.
-            raise private()
-        parts = _parts(answer)
-        response = ModelResponse(
-            parts=parts,
-            usage=_usage(answer.get("usage")),
-            model_name=self._model_name,
-            provider_name="replay",
-            finish_reason=_finish(answer, parts),
-        )
+        # Private mode: a miss is raised afresh, so the provider's frames (whose locals
+        # hold the request hash) stay out of any traceback recorded with locals.
+        answer: dict[str, Any] = await acall_private(lambda: self._replay.acomplete(request))
+        response = to_response(answer, self._model_name)
         return response, parameters
 
     async def request(
@@ -439,6 +444,7 @@ class ReplayStreamedResponse(StreamedResponse):
     async def _get_event_iterator(self) -> AsyncIterator[ModelResponseStreamEvent]:
         self._usage = self._response.usage
         self.finish_reason = self._response.finish_reason
+        self.provider_details = self._response.provider_details
         for index, part in enumerate(self._response.parts):
             if isinstance(part, TextPart):
                 for event in self._parts_manager.handle_text_delta(

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from .._errors import ManifestError, ReplayError, ReplayMiss, SequenceExhausted
+from .._errors import FixtureError, ManifestError, ReplayError, ReplayMiss, SequenceExhausted
 from .._interface import complete_each
 from .._request import RequestLike, request_hash
+from ._private import acall_private, call_private
 
 if TYPE_CHECKING:
     import anthropic
@@ -96,17 +97,13 @@ def provider_mapping(manifest: str | os.PathLike[str], mode: str | None) -> Mapp
     fixture and the live table), so it switches to any; a replay manifest has no live
     model to ask and a live one no fixture, so switching those raises ``ManifestError``.
     """
-    from ..manifest import _read
+    from ..manifest import read_manifest
 
-    data, base = _read(manifest)
+    data = read_manifest(manifest)
     table = data.get("provider")
     if not isinstance(table, Mapping):
         # Let the manifest loader report it, with its usual words.
         return data
-    table = dict(table)
-    for key in ("fixture", "inspection"):
-        if isinstance(table.get(key), str):
-            table[key] = os.path.join(base, table[key])
     kind = table.get("kind")
     if mode is None or mode == kind:
         return {**data, "provider": table}
@@ -217,6 +214,8 @@ class _Stats:
 
 _STATS: Final = pytest.StashKey[dict[str, _Stats]]()
 _FAILURES: Final = pytest.StashKey[list[str]]()
+#: How many of the item's failures a report has already shown (each is shown once).
+_REPORTED: Final = pytest.StashKey[int]()
 
 
 class _Counted:
@@ -227,18 +226,15 @@ class _Counted:
     and the report hook fails the test with it. Hit hashes are kept as a set, so that
     entries no test asked for can be counted; nothing is printed from them.
 
-    In private mode a failure is raised afresh from this frame, outside the ``except``
-    block: the provider's frames (whose locals hold the request hash) and the original
-    exception never reach pytest's report, even with ``--showlocals``.
+    In private mode a failure is raised afresh (``_private.call_private``): the
+    provider's frames (whose locals hold the request hash) and the original exception
+    never reach pytest's report, even with ``--showlocals``.
     """
 
-    def __init__(
-        self, provider: Provider, stats: _Stats, failures: list[str], *, private: bool
-    ) -> None:
+    def __init__(self, provider: Provider, stats: _Stats, failures: list[str]) -> None:
         self._provider = provider
         self._stats = stats
         self._failures = failures
-        self._private = private
 
     def _failed(self, exc: ReplayMiss | SequenceExhausted) -> None:
         if isinstance(exc, ReplayMiss):
@@ -253,16 +249,7 @@ class _Counted:
 
     def complete(self, request: RequestLike) -> dict[str, Any]:
         self._stats.calls += 1
-        failure: type[ReplayMiss | SequenceExhausted] | None = None
-        try:
-            answer = self._provider.complete(request)
-        except (ReplayMiss, SequenceExhausted) as exc:
-            self._failed(exc)
-            if not self._private:
-                raise
-            failure = type(exc)
-        if failure is not None:
-            raise failure()  # private: see the class docstring
+        answer = call_private(lambda: self._provider.complete(request), self._failed)
         self._served(request)
         return answer
 
@@ -271,16 +258,7 @@ class _Counted:
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         self._stats.calls += 1
-        failure: type[ReplayMiss | SequenceExhausted] | None = None
-        try:
-            answer = await self._provider.acomplete(request)
-        except (ReplayMiss, SequenceExhausted) as exc:
-            self._failed(exc)
-            if not self._private:
-                raise
-            failure = type(exc)
-        if failure is not None:
-            raise failure()  # private: see the class docstring
+        answer = await acall_private(lambda: self._provider.acomplete(request), self._failed)
         self._served(request)
         return answer
 
@@ -320,7 +298,15 @@ def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
     from ..manifest import open_provider
 
     mapping, name = _source(request)
-    provider = open_provider(mapping)
+    rejected: str | None = None
+    try:
+        provider = open_provider(mapping)
+    except FixtureError as exc:
+        # The rejection names the rule and the line only (docs/privacy.md); the path the
+        # user gave belongs in the error too, or a typo in a marker cannot be found.
+        rejected = f"{exc} (fixture: {_fixture_path(mapping)})"
+    if rejected is not None:
+        pytest.fail(f"replay-actor: {rejected}", pytrace=False)
     all_stats = request.config.stash[_STATS]
     stats = all_stats.get(name)
     snapshot = provider.snapshot()
@@ -328,9 +314,8 @@ def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
         stats = all_stats[name] = _Stats(kind=snapshot["kind"])
     failures: list[str] = []
     request.node.stash[_FAILURES] = failures
-    table = mapping.get("provider")
-    private = isinstance(table, Mapping) and table.get("data") == "private"
-    counted = _Counted(provider, stats, failures, private=private)
+    request.node.stash[_REPORTED] = 0
+    counted = _Counted(provider, stats, failures)
     try:
         yield counted
     finally:
@@ -341,6 +326,12 @@ def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
                 stats.recorded += int(after.get("recorded", 0))
         finally:
             provider.release()
+
+
+def _fixture_path(mapping: Mapping[str, Any]) -> str:
+    table = mapping.get("provider")
+    fixture = table.get("fixture") if isinstance(table, Mapping) else None
+    return fixture if isinstance(fixture, str) else "?"
 
 
 @pytest.fixture
@@ -378,14 +369,21 @@ def replay_anthropic(replay_provider: Provider) -> Iterator[anthropic.Anthropic]
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
-    if call.when != "call":
+    failures = item.stash.get(_FAILURES, None)
+    if not failures:
         return
     report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
-    failures = item.stash.get(_FAILURES, None)
-    if report.passed and failures:
-        # The code under test swallowed the failure; the test must not pass on it.
-        report.outcome = "failed"
-        report.longrepr = "replay-actor: " + "\nreplay-actor: ".join(failures)
+    reported = item.stash.get(_REPORTED, 0)
+    fresh = failures[reported:]
+    item.stash[_REPORTED] = len(failures)
+    if not fresh or report.failed:
+        return
+    if report.skipped and hasattr(report, "wasxfail"):
+        return  # an expected failure (xfail) stays expected
+    # The code under test swallowed the failure, in any phase: a fixture's setup, the
+    # test, a fixture's teardown. The test must neither pass nor be skipped on it.
+    report.outcome = "failed"
+    report.longrepr = "replay-actor: " + "\nreplay-actor: ".join(fresh)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -8,10 +8,12 @@
 Each function opens the manifest's provider, puts a transport over it in the SDK's own
 HTTP client (httpx2) and returns the vendor's client class, built with the caller's
 keyword arguments. Closing the client closes its HTTP client, which closes the transport,
-which releases the provider (a client dropped without ``close()`` is closed by the SDK's
-own finaliser). The SDK's key is never needed: the provider is local, and a live provider
-reads its key from the manifest's ``api_key_env``; a placeholder is given when the caller
-gives none, so a real key in the environment is not even read into the client.
+which releases the provider. A client dropped without ``close()`` releases it when it is
+garbage collected, or at interpreter exit at the latest (a ``weakref.finalize`` that
+:func:`_build` sets on every client it builds). The SDK's key is never needed: the
+provider is local, and a live provider reads its key from the manifest's ``api_key_env``;
+a placeholder is given when the caller gives none, so a real key in the environment is
+not even read into the client.
 
 google-genai (``gemini_client``, docs/gemini.md) is given the transports rather than
 HTTP clients (``HttpOptions.client_args`` / ``async_client_args``): it closes only the
@@ -21,6 +23,7 @@ clients it built itself, and a given async transport is what keeps it off aiohtt
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -60,10 +63,16 @@ def _build(
     sdk_kwargs.setdefault("api_key", PLACEHOLDER_KEY)
     provider = open_provider(manifest)
     try:
-        return make(provider, sdk_kwargs)
+        client = make(provider, sdk_kwargs)
     except BaseException:
         provider.release()
         raise
+    # A client dropped without close(): release the provider when the client is
+    # collected (or at exit), so neither the actor nor its descriptors outlive it. The
+    # SDKs close an http_client they were given only when told to. release() is
+    # idempotent, so a client closed first is released once.
+    weakref.finalize(client, provider.release)
+    return client
 
 
 def openai_client(manifest: Manifest, **sdk_kwargs: Any) -> openai.OpenAI:
@@ -170,7 +179,9 @@ def _gemini(manifest: Manifest, sdk_kwargs: dict[str, Any], *, release_by_async:
                 provider, "gemini", release_on_close=release_by_async
             )
         }
-        return genai.Client(http_options=options, **kwargs)
+        client = genai.Client(http_options=options, **kwargs)
+        # The object handed back is the one whose collection releases the provider.
+        return client.aio if release_by_async else client
 
     return _build(manifest, sdk_kwargs, make)
 
@@ -187,5 +198,5 @@ def async_gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> GeminiAsyncCli
     """The async client (what ``genai.Client(...).aio`` is) on the provider's native async
     path, never aiohttp. ``await client.aclose()`` (or ``async with``) releases the
     provider."""
-    client: genai.Client = _gemini(manifest, sdk_kwargs, release_by_async=True)
-    return client.aio
+    client: GeminiAsyncClient = _gemini(manifest, sdk_kwargs, release_by_async=True)
+    return client

@@ -66,7 +66,8 @@ def canonical_arguments(text: str) -> str:
     """
     try:
         value = _decode(text)
-    except (msgspec.DecodeError, UnicodeDecodeError):
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        # Nested too deeply to decode: kept as text, as a string that is not JSON is.
         return text
     try:
         return canonical_json(value).decode()
@@ -133,7 +134,8 @@ def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: boo
     Replaying or recording such a request would silently drop what the caller asked for.
     """
     n = fields.get("n")
-    if n is not None and n != 1:
+    # ``True == 1`` in Python: a bool is not the count 1, whatever the equality says.
+    if n is not None and (type(n) is bool or n != 1):
         raise RequestError(f"{where}n other than 1 cannot be replayed or recorded")
     if fields.get("logprobs") not in (None, False):
         raise RequestError(f"{where}logprobs cannot be replayed or recorded")

@@ -1,0 +1,95 @@
+"""Strict reading of JSON text that arrives from outside: the CLI's input files and the
+request bodies the transports are posted (docs/cli.md, docs/sdk.md). One rule set, so a
+body the CLI refuses is refused by the transports too:
+
+- a key repeated within one object is refused (``json`` would keep the last one, and
+  msgspec too: the request would hash as something its author did not write);
+- ``NaN``, ``Infinity`` and ``-Infinity`` are refused (they are not JSON);
+- nesting deeper than ``max_depth`` is refused before anything recursive reads the text
+  (:func:`nesting_depth` is iterative), so no ``RecursionError`` and no deep C recursion
+  comes out of it whatever the recursion limit.
+
+Messages say which rule and where (line and column), never a byte of the text.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from itertools import accumulate, count
+from typing import Any, Final, NoReturn
+
+__all__ = ["MAX_BODY_DEPTH", "NotStrictJSON", "loads_strict", "nesting_depth"]
+
+#: How deep a request body posted to a transport may nest (objects and arrays). Deeper
+#: than any real request, shallow enough that every reader after it (msgspec, the
+#: request's normalisation, RFC 8785) stays far from Python's recursion limit.
+MAX_BODY_DEPTH: Final = 512
+
+_STRING: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_NOT_BRACKET: Final = bytes(range(256)).translate(None, b"[]{}")
+# Openers become 2 and closers 0, so the running sum minus the position is the depth.
+_STEP: Final = bytes.maketrans(b"[]{}", b"\x02\x00\x02\x00")
+
+
+class NotStrictJSON(ValueError):
+    """The text is not strict JSON; the message names the rule (and the line and column
+    of a syntax error), never the text."""
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+class _Constant(Exception):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _DuplicateKey
+    return result
+
+
+def _no_constant(_name: str) -> NoReturn:
+    raise _Constant
+
+
+def nesting_depth(data: bytes) -> int:
+    """How deep the arrays and objects of the JSON text ``data`` nest (0 for a scalar),
+    without recursion. On text that is not JSON it is an estimate (the parser then names
+    the real problem)."""
+    # Brackets inside strings are text: drop the strings first, then everything else.
+    steps = _STRING.sub(b"", data).translate(None, _NOT_BRACKET).translate(_STEP)
+    return max(map(operator.sub, accumulate(steps), count(1)), default=0)
+
+
+def loads_strict(text: str, *, max_depth: int | None = None) -> Any:
+    """The value of the JSON text ``text``, by the rules of the module docstring.
+
+    Raises :class:`NotStrictJSON`, outside every ``except`` block (a parser exception
+    may quote the text).
+    """
+    problem: str
+    if max_depth is not None:
+        data = text.encode("utf-8", "surrogatepass")
+        # The count of openers bounds the depth: most texts need nothing more.
+        if data.count(b"[") + data.count(b"{") > max_depth and nesting_depth(data) > max_depth:
+            raise NotStrictJSON(f"nested more than {max_depth} levels deep")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        # exc.msg is a fixed phrase; exc.doc (the input) is deliberately not used.
+        problem = f"line {exc.lineno}, column {exc.colno}"
+    except _DuplicateKey:
+        problem = "a key is repeated within one object"
+    except _Constant:
+        problem = "NaN and Infinity are not JSON"
+    except RecursionError:
+        problem = "nested too deeply"
+    except ValueError:
+        # An integer beyond the interpreter's digit limit; the message would quote it.
+        problem = "a number is too long"
+    raise NotStrictJSON(problem)
