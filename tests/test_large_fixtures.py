@@ -367,3 +367,23 @@ def test_the_holder_and_its_memory_go_after_release(fresh_zygote: Zygote, tmp_pa
     with acquire(path, timeout=60) as provider:
         assert holder_of(provider.actor_pid).pid != holder.pid
         assert answer(provider, 1).startswith("answer 1 one")
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_a_killed_holder_leaves_its_actors_serving_and_is_replaced(
+    fresh_zygote: Zygote, tmp_path: Path
+) -> None:
+    import signal
+
+    path = tmp_path / "big.jsonl"
+    write_large(path)
+    with acquire(path, timeout=60) as survivor:
+        holder = holder_of(survivor.actor_pid).pid
+        os.kill(holder, signal.SIGKILL)
+        assert wait_gone(holder)
+        # Its actor lives on, adopted by the zygote (a subreaper), and keeps serving.
+        assert answer(survivor, 4).startswith("answer 4 one")
+        assert psutil.Process(survivor.actor_pid).ppid() == fresh_zygote.pid
+        with acquire(path, timeout=60) as provider:
+            assert holder_of(provider.actor_pid).pid not in (holder, fresh_zygote.pid)
+            assert answer(provider, 4).startswith("answer 4 one")

@@ -184,13 +184,16 @@ def hold(channel: socket.socket, path: str, ceilings: Ceilings, idle: float) -> 
 class HolderRef:
     """The zygote's side of one holder: its channel, and what it holds."""
 
-    __slots__ = ("channel", "fd", "key", "pid")
+    __slots__ = ("channel", "fd", "key", "pending", "pid")
 
     def __init__(self, key: tuple[str, str], pid: int, channel: socket.socket) -> None:
         self.key = key
         self.pid = pid
         self.channel = channel
         self.fd = channel.fileno()  # its key among the live holders, even once closed
+        # Tokens forwarded and not yet answered: if the holder dies, the zygote answers
+        # them ("no actor") so their acquirers need not wait for their timeout.
+        self.pending: set[bytes] = set()
 
     def fileno(self) -> int:
         """For ``select``."""

@@ -260,6 +260,7 @@ class _Holders:
                 self.live[ref.fd] = ref
             try:
                 socket.send_fds(ref.channel, [message], [fd])
+                ref.pending.add(message.partition(b" ")[0])
             except BlockingIOError:
                 return False  # a holder that far behind: do not queue more on it
             except OSError:
@@ -280,6 +281,8 @@ class _Holders:
             self._retire(ref)
             self.live.pop(ref.fd, None)
             ref.channel.close()
+            for token in ref.pending:  # it will never answer these
+                self._relay(token + b" -")
             return
         if message == IDLE:
             # Nothing more goes to it; what was forwarded before this is served first.
@@ -290,8 +293,12 @@ class _Holders:
             except OSError:
                 pass
             return
+        ref.pending.discard(message.partition(b" ")[0])
+        self._relay(message)  # TOKEN SP pid, for the acquirer
+
+    def _relay(self, message: bytes) -> None:
         try:
-            self.control.send(message)  # TOKEN SP pid, for the acquirer
+            self.control.send(message)
         except OSError:
             pass
 
