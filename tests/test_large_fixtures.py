@@ -192,11 +192,13 @@ def test_key_order_is_rfc8785_where_code_point_order_differs(tmp_path: Path) -> 
 def test_same_file_is_exact(tmp_path: Path) -> None:
     path = tmp_path / "f.jsonl"
     write_large(path)
-    for layout in ("compact", "dumps"):
+    for layout, shared in [("compact", False), ("compact", True), ("dumps", True)]:
         write_large(path, layout=layout)
         loaded = load_fixture(path)
-        loaded.keep_digest_only()  # a holder's form: the bytes, or their digest
+        if shared:
+            loaded.share()  # a holder's form: in shared memory, or only the digest
         assert loaded.same_file(path)
+        assert loaded.stored(request_hash(ask(9))) == canonical_json(response(9))
         data = bytearray(path.read_bytes())
         data[len(data) // 2] ^= 1  # one bit, same size
         stat = path.stat()

@@ -84,8 +84,8 @@ class _Held:
             fixture = load_fixture(self.path, ceilings=self.ceilings)
         except FixtureError as exc:
             return FixtureError(exc.reason, exc.line)  # no traceback, no frames kept
-        fixture.keep_digest_only()
         fixture.snapshot()  # computed once here, inherited by every actor
+        fixture.share()  # into shared memory: every later fork stays cheap
         gc.collect()
         trim_heap()  # what the load freed must not stay in every actor's pages
         gc.freeze()  # keep the table out of the actors' collections
