@@ -12,8 +12,10 @@ fixture size and against the number of concurrent acquisitions.
   1.5 x file + 0.1 x file per actor after the first.
 - The sweep: first and later acquire -> ready and the total PSS of one acquisition for
   1 MB ... 250 MB files (1 MB is under the zygote's 2 MiB cache bound: the zygote holds
-  it, not a holder; 1 GB is past the default ``max_file_bytes``, 256 MiB), then the total PSS and the time to acquire them all for 1 ... 16
-  acquisitions held at once, plotted to ``docs/benchmarks-large.png``.
+  it, not a holder; 1 GB is past the default ``max_file_bytes``, 256 MiB, and would
+  take this 2-core machine, shared, minutes per point), then the total PSS and the
+  time to acquire them all for 1 ... 16 acquisitions held at once, plotted to
+  ``docs/benchmarks-large.png``.
 
 The run's own zygote is ended at the end of the section, so no holder outlives it.
 ``python -m benchmarks.large [--quick]`` runs this section alone and writes the plot

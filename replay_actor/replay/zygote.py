@@ -1,6 +1,7 @@
 """The zygote: a warm, single-threaded process that forks this process's cursor actors.
 
-Runs in: the zygote (``main``, ``FixtureCache``) and the caller (``Zygote``, its handle).
+Runs in: the zygote (``main``, ``FixtureCache``, ``_Holders``) and the caller (``Zygote``,
+its handle).
 
 Starting a fresh interpreter for every acquisition costs about a hundred milliseconds of
 imports; an orchestrator acquiring for hundreds of runs should not pay it each time. So
@@ -12,18 +13,22 @@ thread, no caller state and no handles of its own.
 ::
 
     acquirer --(token, config + the actor's socket end, SCM_RIGHTS)--> zygote
-                                                                  | small fixture: cache
-                                                                  | fork (a large one is
-                                                                  |  parsed by the actor)
+                                                                  | small fixture: cache,
+                                                                  |  fork
+                                                                  | large: forward to its
+                                                                  |  holder (holder.py),
+                                                                  |  relay its reply
     acquirer <--------------- READY / FE / ER ------------------ actor (serves as usual)
 
-The zygote parses a small fixture before forking and keeps it (keyed by path, ceilings
-and the file's stat identity: device, inode, size, mtime and ctime in nanoseconds), so
-acquiring it again costs a fork, not a parse; the actor re-checks the identity after the
-fork and parses afresh if the file changed. The cache is bounded by bytes and drops what
-nobody acquired recently; a large fixture is parsed by the actor after the fork and never
-kept here (``FixtureCache``). ``gc.freeze()`` keeps the inherited table out of the
-children's collections, so copy-on-write pages stay shared.
+The zygote parses a small fixture (``CACHE_ENTRY_BYTES`` at most) before forking and
+keeps it, keyed by path and ceilings, so acquiring it again costs a fork, not a parse;
+the cached copy is used only while the file holds exactly the bytes it was parsed from
+(``FixtureSet.same_file``, compared on every acquisition). The cache is bounded by bytes
+and drops what nobody acquired recently (``FixtureCache``). A large fixture never enters
+the zygote: a holder of its own keeps it and forks its actors (``holder.py``,
+docs/architecture.md, "Large fixtures"), so the zygote's forks stay cheap.
+``gc.freeze()`` keeps the inherited table out of the children's collections, so
+copy-on-write pages stay shared.
 
 The zygote is shared by all of the process's acquisitions: ``Zygote.spawn`` never kills
 it for one caller, never resends an actor's socket end once delivered, and tells a late
@@ -31,9 +36,10 @@ reply from its own by the request's token (docs/architecture.md, "Timeouts and t
 zygote").
 
 The zygote ignores SIGCHLD (the kernel reaps its children: no actor ever lingers as a
-zombie). When its control channel reaches EOF, that is when the acquiring process is
-gone, it forks no more and exits as soon as its last actor has (each lives on under its
-own rules), so an actor is never orphaned.
+zombie) and is the subreaper of its holders' actors. When its control channel reaches
+EOF, that is when the acquiring process is gone, it forks no more, tells its holders to
+go, and exits as soon as its last child has (each actor lives on under its own rules),
+so an actor is never orphaned.
 """
 
 from __future__ import annotations
@@ -66,8 +72,8 @@ __all__ = ["FixtureCache", "Zygote", "main", "zygote"]
 _BOOT: Final = "from replay_actor.replay.zygote import main; main()"
 _PACKAGE_ROOT: Final = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _MAX_CONFIG: Final = 1 << 20
-#: A fixture file larger than this is never parsed by the zygote: the actor parses it
-#: after the fork, so the zygote answers every other acquisition at once and its heap
+#: A fixture file larger than this is never parsed by the zygote: a holder keeps it
+#: (``holder.py``), so the zygote answers every other acquisition at once and its heap
 #: (which every fork copies the page tables of) stays small.
 CACHE_ENTRY_BYTES: Final = 2 * 1024 * 1024
 #: The cached fixtures' file sizes together stay under this (least recently used go).
