@@ -31,7 +31,7 @@ from replay_actor import (
     load_fixture,
     request_hash,
 )
-from replay_actor.fixture import DEFAULT_CEILINGS
+from replay_actor.fixture import DEFAULT_CEILINGS, load_shareable
 from replay_actor.fixture._parse import _bulk_table
 from replay_actor.replay.zygote import CACHE_ENTRY_BYTES, HOLD_SECONDS_ENV, Zygote
 from tests.procs import wait_gone
@@ -192,9 +192,10 @@ def test_key_order_is_rfc8785_where_code_point_order_differs(tmp_path: Path) -> 
 def test_same_file_is_exact(tmp_path: Path) -> None:
     path = tmp_path / "f.jsonl"
     write_large(path)
+    assert not load_fixture(path).same_file(path)  # it kept nothing to compare with
     for layout, shared in [("compact", False), ("compact", True), ("dumps", True)]:
         write_large(path, layout=layout)
-        loaded = load_fixture(path)
+        loaded = load_shareable(path)
         if shared:
             loaded.share()  # a holder's form: in shared memory, or only the digest
         assert loaded.same_file(path)
@@ -389,3 +390,27 @@ def test_a_killed_holder_leaves_its_actors_serving_and_is_replaced(
         with acquire(path, timeout=60) as provider:
             assert holder_of(provider.actor_pid).pid not in (holder, fresh_zygote.pid)
             assert answer(provider, 4).startswith("answer 4 one")
+
+
+def test_a_shared_copy_refers_into_the_file_and_answers_alike(tmp_path: Path) -> None:
+    """``share`` turns the kept lines into references into the file's bytes (blank
+    lines, CRLF, rebuilt lines and sequences around them), and answers as before."""
+    path = tmp_path / "f.jsonl"
+    lines = [entry_line(request_hash(ask(i)), response=response(i)) for i in range(8)]
+    lines[2] = dumps_line(
+        {"response": response(2), "schema_version": 1, "request_hash": request_hash(ask(2))}
+    )
+    lines[4] += b"\r"
+    lines[5] = entry_line(request_hash(ask(5)), responses=[{"n": 1}, {"n": 2}])
+    lines.insert(6, b"   ")
+    lines.insert(0, b"")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    plain = load_fixture(path)
+    shared = load_shareable(path)
+    shared.share()
+    assert shared.fixture_set_hash == plain.fixture_set_hash
+    for i in range(8):
+        assert shared.stored(request_hash(ask(i))) == plain.stored(request_hash(ask(i)))
+    kinds = {type(v).__name__ for v in shared._table.values()}
+    assert kinds == {"int", "bytes", "tuple"}  # referred, rebuilt (CR, spaces), sequence
+    assert shared.same_file(path)

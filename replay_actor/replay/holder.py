@@ -44,7 +44,7 @@ from typing import Final, NoReturn
 import msgspec
 
 from .._errors import FixtureError
-from ..fixture import Ceilings, FixtureSet, load_fixture
+from ..fixture import Ceilings, FixtureSet, load_shareable
 from .actor import serve_forked, set_process_name, trim_heap
 from .protocol import ActorConfig
 
@@ -81,7 +81,7 @@ class _Held:
         trim_heap()
         self.loads += 1
         try:
-            fixture = load_fixture(self.path, ceilings=self.ceilings)
+            fixture = load_shareable(self.path, ceilings=self.ceilings)
         except FixtureError as exc:
             return FixtureError(exc.reason, exc.line)  # no traceback, no frames kept
         fixture.snapshot()  # computed once here, inherited by every actor

@@ -60,7 +60,7 @@ from typing import Any, Final, NamedTuple
 import msgspec
 
 from .._errors import ActorLost, FixtureError
-from ..fixture import Ceilings, FixtureSet, load_fixture
+from ..fixture import Ceilings, FixtureSet, load_shareable
 from .actor import serve_forked, set_process_name, trim_heap
 from .holder import EXIT, IDLE, HolderRef, start_holder
 from .protocol import ActorConfig
@@ -161,7 +161,7 @@ class FixtureCache:
         if size is None or size > self._entry_bytes:
             return None
         try:
-            fixture = load_fixture(config.fixture, ceilings=Ceilings(**config.ceilings))
+            fixture = load_shareable(config.fixture, ceilings=Ceilings(**config.ceilings))
         except FixtureError:
             return None  # the actor will load it itself and report the rejection
         fixture.snapshot()  # computed once here, inherited by every child
