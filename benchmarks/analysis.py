@@ -211,17 +211,17 @@ join of the canonical responses, the hashes' form and the table. So the share si
 0.4: the missing 0.1 would need those counts (or the duplicate-key check itself) in C,
 in msgspec or an extension of ours.""",
     "P5d": """\
-Before, every acquisition parsed the file in its own actor: 7.3 s at 250 MB. Now a
-holder keeps one validated copy (docs/architecture.md, "Large fixtures"); a later
-acquisition costs the byte-for-byte check of the file against it (~0.1-0.15 s for 250
-MB) and a fork from the holder, whose buffers are in shared memory so that fork copies
+Before, every acquisition parsed the file in its own actor: 3.4 s at 250 MB in the
+compact layout (~16 s in `json.dumps`' layout). Now a holder keeps one validated copy
+(docs/architecture.md, "Large fixtures"); a later acquisition costs the byte-for-byte
+check of the file against it (~0.05-0.15 s for 250 MB) and a fork from the holder, whose buffers are in shared memory so that fork copies
 no page tables for them (15-30 ms, against 130-240 ms for the same table in private
 memory).""",
     "P8c": """\
 Every actor is forked from the holder and reads its table without writing to it (the
 table refers into one buffer: no reference count of a line changes), so each extra
 acquisition adds the actor's own pages only, ~2.5 MB. Before, each actor parsed its
-own copy: 4 acquisitions of the 250 MB fixture held 1,160 MB PSS.""",
+own copy: 4 acquisitions of the 250 MB fixture held 1,162 MB PSS (307 MB now).""",
     "P11": """\
 The actor keeps a non-blocking socket and an input and output buffer per peer: a peer
 that sent half a frame costs the loop one wake-up (its partial frame is buffered) and
