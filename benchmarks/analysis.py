@@ -214,9 +214,9 @@ in msgspec or an extension of ours.""",
 Before, every acquisition parsed the file in its own actor: 3.4 s at 250 MB in the
 compact layout (~16 s in `json.dumps`' layout). Now a holder keeps one validated copy
 (docs/architecture.md, "Large fixtures"); a later acquisition costs the byte-for-byte
-check of the file against it (~0.05-0.15 s for 250 MB) and a fork from the holder, whose buffers are in shared memory so that fork copies
-no page tables for them (15-30 ms, against 130-240 ms for the same table in private
-memory).""",
+check of the file against it (~0.05-0.15 s for 250 MB) and a fork from the holder,
+whose buffers are in shared memory so that fork copies no page tables for them (15-30
+ms, against 130-240 ms for the same table in private memory).""",
     "P8c": """\
 Every actor is forked from the holder and reads its table without writing to it (the
 table refers into one buffer: no reference count of a line changes), so each extra
