@@ -25,6 +25,7 @@ from . import (
     concurrency,
     explaining,
     frontdoor,
+    large,
     lifecycle,
     loading,
     raybackend,
@@ -87,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated sections: P1 ... P14, P12r, P12g, E1 (or EXPLAIN)",
+        help=(
+            "comma-separated sections: P1 ... P14, P12r, P12g, E1 (or EXPLAIN), "
+            "P5d/P6b/P8c (or LARGE)"
+        ),
     )
     args = parser.parse_args(argv)
     cfg = Config(quick=args.quick)
@@ -106,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         found, extra["vcr"] = vcr_peer.run_vcr(cfg)
         return found
 
+    def large_section() -> list[Row]:
+        # The plot is published by a full run only, like docs/benchmarks.png.
+        plot = large.PLOT if not cfg.quick and not only else cache_dir() / "large.png"
+        found, extra["large"] = large.run_large(cfg, plot)
+        return found
+
     sections: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
         ({"P1", "P2", "P8"}, "per-call cost and memory (P1, P2, P8)", calls_section),
         ({"P4"}, "request hashing (P4)", lambda: calls.run_hashing(cfg)),
@@ -122,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
+        ({"P5D", "P6B", "P8C", "LARGE"}, "large fixtures (P5d, P6b, P8c)", large_section),
     ]
     try:
         for ids, title, run in sections:

@@ -166,11 +166,20 @@ def _same_user(sock: socket.socket) -> bool:
     return uid == os.getuid()
 
 
-def serve(primary: Channel, config: ActorConfig, cached: FixtureSet | None = None) -> None:
-    """Run one acquisition's actor on its bootstrap channel until it ends."""
+def serve(
+    primary: Channel, config: ActorConfig, cached: FixtureSet | FixtureError | None = None
+) -> None:
+    """Run one acquisition's actor on its bootstrap channel until it ends.
+
+    ``cached`` is how the actor gets its table: a copy validated by the process that
+    forked it (the zygote's cache, or a holder, which both checked the file still holds
+    exactly its bytes), that process's rejection of the file, or None (load it here)."""
     watch = _OwnerWatch(config.owner_pid, config.owner_create_time, config.owner_watch)
     if watch.dead:
         primary.send(protocol.failed("owner", "the owner process is not alive"))
+        return
+    if isinstance(cached, FixtureError):
+        primary.send(protocol.fixture_rejected(cached.reason, cached.line))
         return
     failure: bytes | None = None
     abandon = _AbandonWatch(primary.fileno()) if cached is None else None
@@ -566,7 +575,9 @@ def set_process_name(name: str) -> None:
         pass
 
 
-def serve_forked(fd: int, config: ActorConfig, cached: FixtureSet | None) -> NoReturn:
+def serve_forked(
+    fd: int, config: ActorConfig, cached: FixtureSet | FixtureError | None
+) -> NoReturn:
     """The actor's life in a child the zygote just forked; never returns."""
     try:
         set_process_name("replay-actor")

@@ -1,0 +1,416 @@
+"""Large fixtures: any layout loads on the fast path, and one validated copy is shared.
+
+- The loader's fast paths accept ``json.dumps``' default layout (spaces, any key order,
+  escapes) and still refuse every broken rule by reason and line (issue 17, item 26).
+- A fixture over the zygote's cache bound is kept by a holder process that forks every
+  acquisition's actor (docs/architecture.md, "Large fixtures"): later acquisitions
+  share its copy, a file rewritten in place is never served stale (not even with the
+  same inode, size and mtime), a rejection still names only its reason and line, and
+  the memory goes once the fixture is released.
+
+Sizes stay small (a few MB, just over the cache bound); speed and big sizes are the
+benchmarks' (P5d, P6b, P8c in benchmarks/large.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from replay_actor import (
+    FixtureError,
+    acquire,
+    canonical_json,
+    entry_line,
+    load_fixture,
+    request_hash,
+)
+from replay_actor.fixture import DEFAULT_CEILINGS, load_shareable
+from replay_actor.fixture._parse import _bulk_table
+from replay_actor.replay.zygote import CACHE_ENTRY_BYTES, HOLD_SECONDS_ENV, Zygote
+from tests.procs import wait_gone
+
+pytestmark = [pytest.mark.timeout(120)]
+
+SECRET = "PLANTED-SECRET-51c0e2"
+#: Where memory is compared, a size well above an actor's own pages (~2.5 MB).
+MEASURED = 10_000  # about 11 MB
+
+
+def ask(i: int) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": f"question {i}"}]}
+
+
+def response(i: int, tag: str = "one") -> dict[str, Any]:
+    # Keys out of order, escapes, an astral character, a quote and a backslash.
+    return {
+        "usage": {"total_tokens": i, "prompt_tokens": 3},
+        "content": f'answer {i} {tag} caf\u00e9 \U0001f600 "quoted" back\\slash ' + "x" * 900,
+        "finish_reason": "stop",
+    }
+
+
+def dumps_line(entry: dict[str, Any]) -> bytes:
+    return json.dumps(entry).encode("ascii")  # the defaults: ", " and ": ", \\u escapes
+
+
+def write_large(
+    path: Path, tag: str = "one", layout: str = "compact", entries: int = 2_200
+) -> None:
+    """A fixture over the zygote's cache bound (2,200 entries: 2.3 MB), so a holder
+    keeps it."""
+    lines = []
+    for i in range(entries):
+        digest = request_hash(ask(i))
+        if layout == "compact":
+            line = entry_line(digest, response=response(i, tag))
+        else:
+            line = dumps_line(
+                {"response": response(i, tag), "request_hash": digest, "schema_version": 1}
+            )
+        lines.append(line)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    assert path.stat().st_size > CACHE_ENTRY_BYTES
+
+
+# -- the loader: any valid layout ------------------------------------------------------
+
+
+def test_json_dumps_layout_loads_in_bulk_and_equals_the_compact_form(tmp_path: Path) -> None:
+    compact = tmp_path / "compact.jsonl"
+    spaced = tmp_path / "spaced.jsonl"
+    write_large(compact)
+    write_large(spaced, layout="dumps")
+    data = spaced.read_bytes()
+    assert b'", "' in data and b"\\u00e9" in data and b"\\ud83d" in data
+    # The whole file passes the bulk pass (before: every line took the precise checker).
+    assert _bulk_table(data, DEFAULT_CEILINGS) is not None
+    a, b = load_fixture(compact), load_fixture(spaced)
+    assert a.fixture_set_hash == b.fixture_set_hash
+    digest = request_hash(ask(7))
+    assert b.stored(digest) == canonical_json(response(7)) == a.stored(digest)
+
+
+def test_crlf_and_mixed_layouts_load_alike(tmp_path: Path) -> None:
+    entries = [(request_hash(ask(i)), response(i)) for i in range(6)]
+    lines = [
+        entry_line(entries[0][0], response=entries[0][1]),
+        dumps_line({"schema_version": 1, "request_hash": entries[1][0], "response": entries[1][1]}),
+        dumps_line({"response": entries[2][1], "schema_version": 1, "request_hash": entries[2][0]})
+        + b"\r",
+        json.dumps(
+            {"request_hash": entries[3][0], "schema_version": 1, "response": entries[3][1]},
+            indent=None,
+            separators=(" , ", " : "),
+            ensure_ascii=False,
+        ).encode(),
+        b"",
+        dumps_line({"schema_version": 1, "request_hash": entries[4][0], "response": entries[4][1]}),
+        entry_line(entries[5][0], response=entries[5][1]),
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    loaded = load_fixture(path)
+    assert len(loaded) == 6
+    for digest, value in entries:
+        assert loaded.stored(digest) == canonical_json(value)
+
+
+def spaced_entry(i: int, response_text: str) -> bytes:
+    digest = request_hash(ask(i))
+    return (
+        b'{"schema_version": 1, "request_hash": "'
+        + digest.encode()
+        + b'", "response": '
+        + response_text.encode()
+        + b"}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        # A repeated key: the quote counts differ.
+        ('{"a": 1, "b": {"k": "v", "k": "w"}}', "duplicate_key"),
+        # A repeated key hidden by escaped quotes: four \u0022 (one quote byte each in
+        # the line, two out) would balance the key dropped; the line is judged exactly.
+        ('{"k": "zz", "k": "\\u0022\\u0022\\u0022\\u0022"}', "duplicate_key"),
+        ('{"k": "\\u0022", "k": "\\u0022"}', "duplicate_key"),
+        ('{"n": 12345678901234567890}', "unsupported_number"),
+        ('{"s": "\\ud800"}', "invalid_json"),
+        ('{"f": 1e400}', "unsupported_number"),
+        ("[1, 2]", "invalid_response"),
+    ],
+)
+def test_spaced_files_are_refused_by_rule_and_line(tmp_path: Path, bad: str, reason: str) -> None:
+    lines = [spaced_entry(i, '{"content": "fine \\u00e9"}') for i in range(5)]
+    lines[3] = spaced_entry(3, bad)
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(FixtureError) as info:
+        load_fixture(path)
+    assert (info.value.reason, info.value.line) == (reason, 4)
+
+
+def test_a_repeated_hash_in_a_spaced_file_is_reported_at_the_later_line(tmp_path: Path) -> None:
+    lines = [spaced_entry(i, '{"content": "x"}') for i in range(4)]
+    lines.append(spaced_entry(1, '{"content": "again"}'))
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(FixtureError) as info:
+        load_fixture(path)
+    assert (info.value.reason, info.value.line) == ("duplicate_request_hash", 5)
+
+
+def test_key_order_is_rfc8785_where_code_point_order_differs(tmp_path: Path) -> None:
+    # U+E000 sorts before U+1F600 by code point, after it by UTF-16 unit (RFC 8785).
+    mixed = {"\ue000": 1, "\U0001f600": 2, "a": 3}
+    emoji_only = {"\U0001f600": 1, "\U0001f601": 2, "z\u00e9": 3}
+    path = tmp_path / "f.jsonl"
+    path.write_bytes(
+        dumps_line({"schema_version": 1, "request_hash": request_hash(ask(0)), "response": mixed})
+        + b"\n"
+        + dumps_line(
+            {"schema_version": 1, "request_hash": request_hash(ask(1)), "response": emoji_only}
+        )
+        + b"\n"
+    )
+    loaded = load_fixture(path)
+    assert loaded.stored(request_hash(ask(0))) == canonical_json(mixed)
+    assert canonical_json(mixed).index("\U0001f600".encode()) < canonical_json(mixed).index(
+        "\ue000".encode()
+    )
+    assert loaded.stored(request_hash(ask(1))) == canonical_json(emoji_only)
+
+
+def test_same_file_is_exact(tmp_path: Path) -> None:
+    path = tmp_path / "f.jsonl"
+    write_large(path)
+    assert not load_fixture(path).same_file(path)  # it kept nothing to compare with
+    for layout, shared in [("compact", False), ("compact", True), ("dumps", True)]:
+        write_large(path, layout=layout)
+        loaded = load_shareable(path)
+        if shared:
+            loaded.share()  # a holder's form: in shared memory, or only the digest
+        assert loaded.same_file(path)
+        assert loaded.stored(request_hash(ask(9))) == canonical_json(response(9))
+        data = bytearray(path.read_bytes())
+        data[len(data) // 2] ^= 1  # one bit, same size
+        stat = path.stat()
+        path.write_bytes(bytes(data))
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        assert not loaded.same_file(path)
+        assert not loaded.same_file(tmp_path / "missing.jsonl")
+
+
+# -- sharing through the holder ----------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_zygote(monkeypatch: pytest.MonkeyPatch) -> Iterator[Zygote]:
+    """A zygote of this test's own (its holders keep an unused fixture 0.5 s), and a
+    check that nothing it started outlives the test."""
+    import replay_actor.replay.handle as handle_module
+
+    monkeypatch.setenv(HOLD_SECONDS_ENV, "0.5")
+    fresh = Zygote()
+    monkeypatch.setattr(handle_module, "zygote", fresh)
+    yield fresh
+    pid = fresh.pid
+    descendants = []
+    if pid is not None:
+        try:
+            descendants = [p.pid for p in psutil.Process(pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            pass
+    fresh.shutdown(wait=10.0)
+    if pid is not None:
+        assert wait_gone(pid)
+    assert all(wait_gone(p) for p in descendants)
+
+
+def holder_of(actor_pid: int) -> psutil.Process:
+    parent = psutil.Process(actor_pid).parent()
+    assert parent is not None
+    return parent
+
+
+def answer(provider: Any, i: int) -> str:
+    return str(provider.complete(ask(i))["content"])
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_later_acquisitions_share_the_holders_copy(fresh_zygote: Zygote, tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    write_large(path, entries=MEASURED)
+    size = path.stat().st_size
+    with acquire(path, timeout=60) as first, acquire(path, timeout=60) as second:
+        holder = holder_of(first.actor_pid)
+        assert holder.name() == "replay-holder"
+        assert holder_of(second.actor_pid).pid == holder.pid
+        assert answer(first, 3).startswith("answer 3 one")
+        assert answer(second, 3).startswith("answer 3 one")
+        # The table is the holder's, shared: neither actor holds a copy of its own
+        # (before, each actor parsed the file into a table of its own, ~1.2 x file;
+        # an actor's own pages are ~2.5 MB whatever the fixture).
+        for provider in (first, second):
+            uss = psutil.Process(provider.actor_pid).memory_full_info().uss
+            assert uss < 0.4 * size, (uss, size)
+    with acquire(path, timeout=60) as third:
+        assert holder_of(third.actor_pid).pid == holder.pid  # kept after the release
+        assert answer(third, 5).startswith("answer 5 one")
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_cursors_stay_per_acquisition_on_a_shared_copy(
+    fresh_zygote: Zygote, tmp_path: Path
+) -> None:
+    path = tmp_path / "big.jsonl"
+    write_large(path)
+    with path.open("ab") as f:
+        f.write(entry_line(request_hash(ask(-1)), responses=[{"n": k} for k in range(3)]) + b"\n")
+    with acquire(path, timeout=60) as a, acquire(path, timeout=60) as b:
+        assert holder_of(a.actor_pid).pid == holder_of(b.actor_pid).pid
+        assert [a.complete(ask(-1))["n"] for _ in range(2)] == [0, 1]
+        assert [b.complete(ask(-1))["n"] for _ in range(3)] == [0, 1, 2]
+        assert a.complete(ask(-1))["n"] == 2
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.parametrize("kind", ["large", "small"])
+def test_a_fixture_rewritten_in_place_is_never_served_stale(
+    fresh_zygote: Zygote, tmp_path: Path, kind: str
+) -> None:
+    """Same inode, same size, same mtime (restored with os.utime): only the content
+    says the file changed, and the content is what is checked."""
+    path = tmp_path / "f.jsonl"
+    if kind == "large":
+        write_large(path, tag="one")
+    else:
+        path.write_bytes(entry_line(request_hash(ask(1)), response=response(1, "one")) + b"\n")
+    with acquire(path, timeout=60) as provider:
+        assert answer(provider, 1).startswith("answer 1 one")
+    before = path.stat()
+    with path.open("r+b") as f:  # in place: the same inode
+        data = f.read()
+        f.seek(0)
+        f.write(data.replace(b" one caf", b" two caf"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    with acquire(path, timeout=60) as provider:
+        assert answer(provider, 1).startswith("answer 1 two")
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_a_changed_large_fixture_is_revalidated_and_refused_by_rule_and_line(
+    fresh_zygote: Zygote, tmp_path: Path
+) -> None:
+    path = tmp_path / "big.jsonl"
+    write_large(path)
+    with acquire(path, timeout=60) as provider:
+        holder = holder_of(provider.actor_pid).pid
+        lines = path.read_bytes().count(b"\n")
+        # Truncated in place, mid-line, with a secret on the broken line.
+        with path.open("r+b") as f:
+            data = f.read()
+            cut = data.rindex(b"\n", 0, len(data) - 1)
+            broken = data[: cut + 1] + b'{"schema_version":1,"' + SECRET.encode() + b'"'
+            f.seek(0)
+            f.write(broken)
+            f.truncate()
+        # The acquisition already made keeps its copy.
+        assert answer(provider, 2).startswith("answer 2 one")
+        with pytest.raises(FixtureError) as info:
+            acquire(path, timeout=60)
+    assert (info.value.reason, info.value.line) == ("invalid_json", lines)
+    shown = repr(info.value) + str(info.value) + repr(info.value.args)
+    assert SECRET not in shown and info.value.__cause__ is None
+    assert info.value.__context__ is None
+    write_large(path, tag="two")
+    with acquire(path, timeout=60) as provider:
+        assert holder_of(provider.actor_pid).pid == holder  # the same holder reloaded
+        assert answer(provider, 2).startswith("answer 2 two")
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_the_holder_and_its_memory_go_after_release(fresh_zygote: Zygote, tmp_path: Path) -> None:
+    path = tmp_path / "big.jsonl"
+    write_large(path, entries=MEASURED)
+    size = path.stat().st_size
+    small = tmp_path / "small.jsonl"
+    small.write_bytes(entry_line(request_hash(ask(0)), response={"content": "s"}) + b"\n")
+    with acquire(small, timeout=60):
+        pass  # the zygote is up: its own memory is the baseline
+    assert fresh_zygote.pid is not None
+    baseline = psutil.Process(fresh_zygote.pid).memory_full_info().uss
+    with acquire(path, timeout=60) as provider:
+        holder = holder_of(provider.actor_pid)
+        # The one copy is the holder's (resident there, shared with the actor).
+        assert holder.memory_info().rss > 0.8 * size
+        zygote_pid = fresh_zygote.pid
+        assert zygote_pid is not None
+    # Released, and unused for its keep time (0.5 s here): the holder exits and the
+    # copy goes with it; the zygote never held it.
+    assert wait_gone(holder.pid, within=30)
+    zygote = psutil.Process(zygote_pid)
+    assert zygote.memory_full_info().uss < baseline + 0.25 * size
+    assert [c.pid for c in zygote.children()] == []
+    # And the next acquisition loads it again in a new holder.
+    with acquire(path, timeout=60) as provider:
+        assert holder_of(provider.actor_pid).pid != holder.pid
+        assert answer(provider, 1).startswith("answer 1 one")
+
+
+@pytest.mark.usefixtures("no_leaks")
+def test_a_killed_holder_leaves_its_actors_serving_and_is_replaced(
+    fresh_zygote: Zygote, tmp_path: Path
+) -> None:
+    import signal
+
+    path = tmp_path / "big.jsonl"
+    write_large(path)
+    with acquire(path, timeout=60) as survivor:
+        holder = holder_of(survivor.actor_pid).pid
+        os.kill(holder, signal.SIGKILL)
+        assert wait_gone(holder)
+        # Its actor lives on, adopted by the zygote (a subreaper), and keeps serving.
+        assert answer(survivor, 4).startswith("answer 4 one")
+        assert psutil.Process(survivor.actor_pid).ppid() == fresh_zygote.pid
+        with acquire(path, timeout=60) as provider:
+            assert holder_of(provider.actor_pid).pid not in (holder, fresh_zygote.pid)
+            assert answer(provider, 4).startswith("answer 4 one")
+
+
+def test_a_shared_copy_refers_into_the_file_and_answers_alike(tmp_path: Path) -> None:
+    """``share`` turns the kept lines into references into the file's bytes (blank
+    lines, CRLF, rebuilt lines and sequences around them), and answers as before."""
+    path = tmp_path / "f.jsonl"
+    lines = [entry_line(request_hash(ask(i)), response=response(i)) for i in range(8)]
+    lines[2] = dumps_line(
+        {"response": response(2), "schema_version": 1, "request_hash": request_hash(ask(2))}
+    )
+    lines[4] += b"\r"
+    lines[5] = entry_line(request_hash(ask(5)), responses=[{"n": 1}, {"n": 2}])
+    lines.insert(6, b"   ")
+    lines.insert(0, b"")
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    plain = load_fixture(path)
+    shared = load_shareable(path)
+    shared.share()
+    assert shared.fixture_set_hash == plain.fixture_set_hash
+    for i in range(8):
+        assert shared.stored(request_hash(ask(i))) == plain.stored(request_hash(ask(i)))
+    kinds = {type(v).__name__ for v in shared._table.values()}
+    assert kinds == {"int", "bytes", "tuple"}  # referred, rebuilt (CR, spaces), sequence
+    assert shared.same_file(path)
