@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
     from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
-    from .integrations.ray import RayReplayProvider
+    from .replay.ray_backend import RayReplayProvider
     from .integrations.sdk import (
         anthropic_client,
         async_anthropic_client,
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
     from .manifest import open_provider
-    from .replay.handle import ReplayProvider, acquire
-    from .replay.supervisor import Supervisor
+    from ._replay import Supervisor, acquire
+    from .replay.handle import ReplayProvider
 
 from ._version import __version__
 
@@ -80,11 +80,11 @@ _LOCATIONS: dict[str, str] = {
     "FixtureSet": "fixture._table",
     "entry_line": "fixture._format",
     "load_fixture": "fixture._parse",
-    "RayReplayProvider": "integrations.ray",
+    "RayReplayProvider": "replay.ray_backend",
     "open_provider": "manifest",
     "ReplayProvider": "replay.handle",
-    "acquire": "replay.handle",
-    "Supervisor": "replay.supervisor",
+    "acquire": "_replay",
+    "Supervisor": "_replay",
     "anthropic_client": "integrations.sdk",
     "async_anthropic_client": "integrations.sdk",
     "async_openai_client": "integrations.sdk",

@@ -414,27 +414,23 @@ class _Loop:
     def _frames(self, peer: _Peer, data: bytes | bytearray) -> object:
         """Answer every whole frame in ``data`` in order (stopping while the peer has
         too many unread replies); keep the rest in the peer's inbox."""
-        end = len(data)
-        offset = 0
+        spans, offset, too_large = protocol.split_frames(data, 0, protocol.MAX_REQUEST)
         answer = self._answer
-        while end - offset >= 4:
+        for start, stop in spans:
             if peer.unsent >= _PAUSE_AT:
-                peer.paused = True  # answered when it has read (``_pump``)
+                offset = start - 4
                 break
-            size = int.from_bytes(data[offset : offset + 4], "big")
-            if size > protocol.MAX_REQUEST:
-                return _DROP  # judged by its prefix: nothing of it is buffered
-            stop = offset + 4 + size
-            if stop > end:
-                break
-            outcome = answer(peer, data[offset + 4 : stop])
-            offset = stop
+            outcome = answer(peer, data[start:stop])
             if outcome is not None:
                 return outcome
+        if len(data) - offset >= 4 and peer.unsent >= _PAUSE_AT:
+            peer.paused = True  # the rest is answered (or judged) when it has read
+        elif too_large:
+            return _DROP  # judged by its prefix: nothing of it is buffered
         inbox = peer.inbox
         if data is inbox:
             del inbox[:offset]  # small: one read, or frames waiting while paused
-        elif offset < end:
+        elif offset < len(data):
             inbox += memoryview(data)[offset:]
         return None
 

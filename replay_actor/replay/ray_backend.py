@@ -1,4 +1,11 @@
-"""The owned cursor as a Ray actor: one acquisition shared by tasks on every node.
+"""The Ray backend: the owned cursor as a Ray actor, shared by tasks on every node.
+
+Runs in: the caller (``RayReplayProvider``, ``acquire``) and a Ray worker (``CursorActor``).
+
+A replay backend beside the local one: the same core (``protocol.py`` frames and
+``decode_reply``, ``state.HandleState`` messages), with Ray's object references as the
+driver that moves the bytes. ``manifest.py`` reaches it here; ``replay_actor.ray`` is
+its public face.
 
 ::
 
@@ -24,7 +31,7 @@ acquirer's handle marks the actor closed (every later call from any copy answers
 ``ProviderClosed``) and then kills it; a copy that finds the actor dead asks Ray's actor
 table why, so a release reads as ``ProviderClosed`` and anything else as ``ActorLost``.
 
-Ray is imported only when a Ray handle is made or used; the core never imports it.
+Ray is imported only when a Ray handle is made or used; nothing else imports it.
 """
 
 from __future__ import annotations
@@ -37,8 +44,6 @@ import warnings
 from collections.abc import Iterable
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import (
     ActorLost,
     FixtureError,
@@ -47,21 +52,24 @@ from .._errors import (
     ReplayError,
     ReplayMiss,
     RequestError,
-    SequenceExhausted,
 )
 from .._request import RequestLike, request_hash
 from ..fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_fixture
-from ..replay import protocol
-from ..replay.handle import check_timeout
+from . import protocol
+from .acquisition import ExplainerFactory, check_timeout
+from .handle import MissExplainer
+from .state import HandleState, detached, fresh
+from .sync import failed
 
 __all__ = ["CursorActor", "RayReplayProvider", "acquire"]
 
-_decode = msgspec.json.decode
-# The actor's result codes are the local actor's replies (``replay.protocol``), so both
-# backends speak one vocabulary; ``GOODBYE`` answers every call after the release.
-_RELEASED: Final = protocol.GOODBYE
-
-_RELEASED_MESSAGE: Final = "the acquisition was released by its acquirer"
+Result = dict[str, Any] | ReplayError
+# The actor's answers are the local actor's frames (``protocol``), decoded by the same
+# ``protocol.decode_reply``: ``GOODBYE`` means what it means locally (the acquirer
+# released the acquisition) and answers every call after the release; ``RELEASED``
+# acknowledges the release itself.
+_GOODBYE: Final = protocol.GOODBYE
+_JSON_REPLIES: Final = frozenset({protocol.JSON})
 #: How long ``release()`` waits for Ray to report the killed actor gone, at most.
 _RELEASE_WAIT: Final = 5.0
 
@@ -112,22 +120,21 @@ class CursorActor:
     def complete(self, digest: str) -> bytes:
         cursors = self._cursors
         if cursors is None:
-            return _RELEASED
+            return _GOODBYE
         return protocol.outcome_reply(cursors.take(digest))
 
     def complete_many(self, digests: list[str]) -> list[bytes]:
-        if self._cursors is None:
-            return [_RELEASED]
+        """One answer per digest, in order (every one ``GOODBYE`` after the release)."""
         return [self.complete(digest) for digest in digests]
 
     def snapshot(self) -> bytes:
         if self._cursors is None:
-            return _RELEASED
+            return _GOODBYE
         return protocol.json_reply({**self._snapshot, **self._cursors.counters()})
 
     def inspect(self) -> bytes:
         if self._cursors is None:
-            return _RELEASED
+            return _GOODBYE
         return protocol.json_reply(self._cursors.inspect())
 
     def release(self) -> bytes:
@@ -159,23 +166,34 @@ class RayReplayProvider:
 
     The interface of ``ReplayProvider``: ``complete``, ``acomplete``, ``complete_many``,
     ``snapshot``, ``inspect``, ``release``, context manager and ``closed``, with the same
-    exceptions and messages; plus ``actor_id``. It pickles into Ray tasks and actors on
-    any node; every copy shares the acquisition's cursors. Only the handle ``acquire``
-    returned ends the acquisition; ``release()`` on a copy closes that copy alone.
+    exceptions and messages (``state.HandleState`` makes them, and
+    ``protocol.decode_reply`` decodes the actor's answers, for both backends); plus
+    ``actor_id``. It pickles into Ray tasks and actors on any node; every copy shares
+    the acquisition's cursors. Only the handle ``acquire`` returned ends the
+    acquisition; ``release()`` on a copy closes that copy alone.
+
+    Every call is bounded by the handle's own deadline (``ray.wait`` with the timeout),
+    never by Ray's: with the cluster gone, a call is ``ActorLost`` within ``timeout``.
     """
 
-    def __init__(
-        self, actor: Any, *, actor_id: str, private: bool, timeout: float, acquirer: bool
+    def __init__(  # noqa: PLR0913 - the handle's whole state, by keyword
+        self,
+        actor: Any,
+        *,
+        actor_id: str,
+        private: bool,
+        timeout: float,
+        acquirer: bool,
+        explain: MissExplainer | None = None,
     ) -> None:
         self._actor = actor
         self._actor_id = actor_id
         self._private = private
         self._timeout = timeout
         self._acquirer = acquirer
-        self._state = threading.Lock()
-        self._closed = False  # release() was called on this handle
-        self._ended = False  # the acquisition was released by its acquirer
-        self._broken = False  # the actor died or did not answer in time
+        self._explain = explain
+        self._lock = threading.Lock()
+        self._state = HandleState(f"ray actor {actor_id}")
 
     # -- properties -------------------------------------------------------------------
 
@@ -187,16 +205,12 @@ class RayReplayProvider:
     @property
     def closed(self) -> bool:
         """True once ``release()`` was called on this handle (or the acquisition ended)."""
-        return self._closed or self._ended
+        return self._state.closed or self._state.ended
 
     @property
     def private(self) -> bool:
         """True when hashes are kept out of public diagnostics."""
         return self._private
-
-    @property
-    def _who(self) -> str:
-        return f"ray actor {self._actor_id}"
 
     # -- calls ------------------------------------------------------------------------
 
@@ -206,172 +220,173 @@ class RayReplayProvider:
         Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
         ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
         """
-        self._usable()  # a closed handle says so before judging the request
+        self._state.check()  # a closed handle says so before judging the request
+        reply, shown = self._ask(request)
+        if isinstance(reply, bytes):
+            result = protocol.decode_reply(reply, shown, self._state)
+            if isinstance(result, dict):
+                return result
+            reply = self._explained(request, result)
+        raise reply
+
+    def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
+        # The one frame that holds the hash; it returns (never raises) what went wrong.
         digest = request_hash(request)
-        reply = self._get(self._submit("complete", digest))
-        return self._answer(reply, digest)
+        shown = None if self._private else digest
+        return self._call("complete", digest), shown
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """``complete`` for asyncio: awaits Ray's object reference on the event loop."""
-        self._usable()
-        digest = request_hash(request)
-        ref = self._submit("complete", digest)
+        self._state.check()
+        ref, shown = self._send(request)
+        if isinstance(ref, ReplayError):
+            raise ref
         failure: BaseException | None = None
+        reply = b""
         try:
-            reply: bytes = await asyncio.wait_for(_awaitable(ref), self._timeout)
+            reply = await asyncio.wait_for(_awaitable(ref), self._timeout)
         except TimeoutError as exc:
             failure = exc
         except ray_module().exceptions.RayError as exc:
             failure = exc
         if failure is not None:
             raise self._error(failure)
-        return self._answer(reply, digest)
+        result = protocol.decode_reply(reply, shown, self._state)
+        if isinstance(result, dict):
+            return result
+        raise self._explained(request, result)
 
-    def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
+    def _send(self, request: RequestLike) -> tuple[Any, str | None]:
+        # As ``_ask``: the hash lives only in this frame, which never raises a ReplayError.
+        digest = request_hash(request)
+        return self._submit("complete", digest), None if self._private else digest
+
+    def complete_many(self, requests: Iterable[RequestLike]) -> list[Result]:
         """Answer a batch in one round trip to the actor, in order.
 
-        Each result is the response dict, or the ``ReplayError`` that ``complete`` would
-        have raised for that request (``ReplayMiss``, ``SequenceExhausted``,
-        ``RequestError``). A closed handle or a lost actor fails the whole batch.
+        Returns one element per request: the response dict, or the ``ReplayError`` that
+        ``complete`` would have raised for it (``ReplayMiss``, ``SequenceExhausted``,
+        ``RequestError`` for an invalid request, which is never sent, ``ProviderClosed``,
+        ``ActorLost``). Never raises a ``ReplayError``, as the local handle.
         """
-        self._usable()
-        results: list[dict[str, Any] | ReplayError | None] = []
+        batch = list(requests)
+        state = self._state
+        if not batch:
+            return []
+        if state.closed or state.ended:
+            error = state.error()
+            assert error is not None
+            return [fresh(error) for _ in batch]
+        error = state.error()
+        if error is not None:
+            return failed(batch, error)
+        results: list[Result | None] = [None] * len(batch)
+        sent: list[int] = []
         digests: list[str] = []
-        for request in requests:
-            invalid: RequestError | None = None
+        for i, request in enumerate(batch):
             try:
                 digests.append(request_hash(request))
             except RequestError as exc:
-                invalid = exc
-            # Keep the error, not the frames holding the request it was judging.
-            results.append(None if invalid is None else invalid.with_traceback(None))
-        if not digests:
-            return [r for r in results if r is not None]
-        replies: list[bytes] = self._get(self._submit("complete_many", digests))
-        if replies == [_RELEASED]:
-            self._ended = True
-            raise ProviderClosed(_RELEASED_MESSAGE)
-        answers = iter(zip(replies, digests, strict=True))
-        out: list[dict[str, Any] | ReplayError] = []
-        for result in results:
-            if result is not None:
-                out.append(result)
-                continue
-            reply, digest = next(answers)
-            out.append(self._outcome(reply, digest))
-        return out
+                results[i] = detached(exc)  # the error, not the frames judging it
+            else:
+                sent.append(i)
+        if digests:
+            replies = self._call("complete_many", digests)
+            for n, i in enumerate(sent):
+                if isinstance(replies, ReplayError):
+                    results[i] = fresh(replies)
+                    continue
+                shown = None if self._private else digests[n]
+                results[i] = self._explained(
+                    batch[i], protocol.decode_reply(replies[n], shown, state)
+                )
+        return results  # type: ignore[return-value]  # every element is filled
+
+    def _explained(self, request: RequestLike, result: Any) -> Any:
+        """``result``, or for a miss the explained ``ReplayMiss`` when this handle has an
+        explainer (the same as the local handle's; see ``handle.MissExplainer``)."""
+        explain = self._explain
+        if explain is None or type(result) is not ReplayMiss:
+            return result
+        shown = result.request_hash
+        return explain(request, shown if shown is not None else request_hash(request))
 
     def snapshot(self) -> dict[str, Any]:
         """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
-        result: dict[str, Any] = self._json(self._get(self._submit("snapshot")))
+        result: dict[str, Any] = self._json("snapshot")
         result["kind"] = "replay"
         result["backend"] = "ray"
         return result
 
     def inspect(self) -> dict[str, Any]:
         """Owner-only diagnostics: the hashes of misses and exhausted sequences."""
-        result: dict[str, Any] = self._json(self._get(self._submit("inspect")))
+        result: dict[str, Any] = self._json("inspect")
         return result
 
-    # -- the caller's side of a result code -------------------------------------------
-
-    def _outcome(self, reply: bytes, digest: str) -> dict[str, Any] | ReplayError:
-        kind = reply[:1]
-        if kind == protocol.RESPONSE:
-            response: dict[str, Any] = _decode(memoryview(reply)[1:])
-            return response
-        shown = None if self._private else digest
-        if kind == protocol.MISS:
-            return ReplayMiss(shown)
-        if kind == protocol.EXHAUSTED:
-            return SequenceExhausted(shown)
-        if kind == _RELEASED:
-            self._ended = True
-            return ProviderClosed(_RELEASED_MESSAGE)
-        self._broken = True
-        return ActorLost("the cursor actor sent an unexpected reply")
-
-    def _answer(self, reply: bytes, digest: str) -> dict[str, Any]:
-        outcome = self._outcome(reply, digest)
-        if isinstance(outcome, ReplayError):
-            raise outcome  # built here, outside any except block: nothing chained
-        return outcome
-
-    def _json(self, reply: bytes) -> Any:
-        if reply[:1] == protocol.JSON:
+    def _json(self, method: str) -> Any:
+        self._state.check()
+        reply = self._call(method)
+        if isinstance(reply, bytes) and reply[:1] in _JSON_REPLIES:
             return protocol.decode_json(reply)
-        if reply == _RELEASED:
-            self._ended = True
-            raise ProviderClosed(_RELEASED_MESSAGE)
-        self._broken = True
-        raise ActorLost("the cursor actor sent an unexpected reply")
+        if isinstance(reply, ReplayError):
+            raise reply
+        if reply == _GOODBYE:
+            raise self._state.end()
+        raise self._state.lose("sent an unexpected reply")
 
-    # -- talking to the actor ---------------------------------------------------------
+    # -- moving bytes to and from the actor -------------------------------------------
 
-    def _usable(self) -> Any:
-        """The actor handle, once the handle is known to be usable."""
-        if self._closed:
-            raise ProviderClosed("this provider was released")
-        if self._ended:
-            raise ProviderClosed(_RELEASED_MESSAGE)
-        if self._broken:
-            raise ActorLost(f"the cursor actor ({self._who}) was lost earlier")
-        return self._actor
+    def _call(self, method: str, *args: Any) -> Any:
+        """One call to the actor and its answer, bounded by the handle's own deadline;
+        the ``ReplayError`` is returned, never raised."""
+        ref = self._submit(method, *args)
+        if isinstance(ref, ReplayError):
+            return ref
+        ray = ray_module()
+        failure: BaseException
+        try:
+            # Our own deadline: ``ray.wait`` returns when it runs out, where ``ray.get``
+            # stays blocked for as long as Ray retries a cluster that is gone.
+            done, _ = ray.wait([ref], timeout=self._timeout)
+            if done:
+                return ray.get(done[0], timeout=self._timeout)
+            failure = TimeoutError("no answer within the handle's timeout")
+        except ray.exceptions.RayError as exc:  # GetTimeoutError included
+            failure = exc
+        return self._error(failure)
 
     def _submit(self, method: str, *args: Any) -> Any:
-        """Send one call to the actor: its object reference."""
-        actor = self._usable()
+        """Send one call to the actor: its object reference, or the error (returned)."""
+        state = self._state
+        error = state.error()
+        if error is not None:
+            return error
         ray = ray_module()
         # Never let a call start a Ray instance of its own (Ray would, after
         # ``ray.shutdown()``): the acquisition belonged to the cluster that is gone.
         if not ray.is_initialized():
-            self._broken = True
-            raise ActorLost(
-                f"the cursor actor ({self._who}) is out of reach: Ray is not running here"
-            )
+            return state.lose("is out of reach: Ray is not running here")
         failure: BaseException | None = None
         try:
-            return getattr(actor, method).remote(*args)
+            return getattr(self._actor, method).remote(*args)
         except Exception as exc:  # Ray reports a failed submission as a bare Exception
             failure = exc
-        self._broken = True
-        lost = ActorLost(f"the cursor actor ({self._who}) cannot be reached")
-        lost.__cause__ = failure
-        raise lost
-
-    def _get(self, ref: Any) -> Any:
-        """``ray.get`` bounded by the handle's timeout; Ray's failures become ours."""
-        ray = ray_module()
-        failure: BaseException | None = None
-        try:
-            value = ray.get(ref, timeout=self._timeout)
-        except ray.exceptions.RayError as exc:  # GetTimeoutError included
-            failure = exc
-        else:
-            return value
-        raise self._error(failure)
+        return state.lose("cannot be reached", failure)
 
     def _error(self, failure: BaseException) -> ReplayError:
         """``ProviderClosed`` or ``ActorLost`` for a call that failed with ``failure``;
         marks the handle ended or broken accordingly."""
         ray = ray_module()
-        lost: ReplayError
+        state = self._state
         if isinstance(failure, (TimeoutError, ray.exceptions.GetTimeoutError)):
-            self._broken = True
-            lost = ActorLost(f"the cursor actor ({self._who}) did not answer in time")
-            lost.__cause__ = failure
-            return lost
-        if isinstance(failure, ray.exceptions.RayActorError) and _killed_on_release(self._actor_id):
-            self._ended = True
-            return ProviderClosed(_RELEASED_MESSAGE)
-        self._broken = True
+            return state.lose("did not answer in time", failure)
         if isinstance(failure, ray.exceptions.RayActorError):
-            lost = ActorLost(f"the cursor actor ({self._who}) died")
-            lost.__cause__ = failure
-            return lost
+            if _killed_on_release(self._actor_id):
+                return state.end()
+            return state.lose("died", failure)
         # Any other Ray error (a failure inside Ray itself): not chained, since its text
         # is Ray's and need not be safe to show.
-        return ActorLost(f"the cursor actor ({self._who}) failed")
+        return state.lose("failed")
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -382,17 +397,18 @@ class RayReplayProvider:
         (every copy's next call raises ``ProviderClosed``), kills it, and waits (bounded)
         until Ray reports it gone.
         """
-        with self._state:
-            if self._closed:
+        state = self._state
+        with self._lock:
+            if state.closed:
                 return
-            self._closed = True
+            state.closed = True
             actor, self._actor = self._actor, None
         if not self._acquirer or actor is None:
             return
         ray = ray_module()
         if not ray.is_initialized():
             return  # this process left the cluster, and Ray ended its actors with it
-        if not (self._ended or self._broken):
+        if not (state.ended or state.broken):
             try:
                 ray.get(actor.release.remote(), timeout=min(self._timeout, _RELEASE_WAIT))
             except Exception:
@@ -414,7 +430,7 @@ class RayReplayProvider:
     def __del__(self) -> None:
         # Ray ends the actor once no handle refers to it; say that it was not released,
         # as an unclosed file does.
-        if getattr(self, "_acquirer", False) and not self._closed:
+        if getattr(self, "_acquirer", False) and not self._state.closed:
             warnings.warn(
                 f"unreleased RayReplayProvider for ray actor {self._actor_id}",
                 ResourceWarning,
@@ -423,7 +439,7 @@ class RayReplayProvider:
             )
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else "broken" if self._broken else "open"
+        state = "closed" if self.closed else "broken" if self._state.broken else "open"
         role = "acquirer" if self._acquirer else "copy"
         return f"<RayReplayProvider {state} {role} ray actor={self._actor_id}>"
 
@@ -433,12 +449,19 @@ class RayReplayProvider:
         if self.closed:
             raise ProviderClosed("a released provider cannot be passed on")
         # Ray serialises the actor handle itself, registering the copy as a borrower.
-        return (_rebuild, (self._actor, self._actor_id, self._private, self._timeout))
+        args = (self._actor, self._actor_id, self._private, self._timeout, self._explain)
+        return (_rebuild, args)
 
 
-def _rebuild(actor: Any, actor_id: str, private: bool, timeout: float) -> RayReplayProvider:
+def _rebuild(  # noqa: PLR0917 - pickle passes the arguments positionally
+    actor: Any,
+    actor_id: str,
+    private: bool,
+    timeout: float,
+    explain: MissExplainer | None = None,
+) -> RayReplayProvider:
     return RayReplayProvider(
-        actor, actor_id=actor_id, private=private, timeout=timeout, acquirer=False
+        actor, actor_id=actor_id, private=private, timeout=timeout, acquirer=False, explain=explain
     )
 
 
@@ -470,12 +493,14 @@ def acquire(
     ceilings: Ceilings | None = None,
     timeout: float = 30.0,
     fixture_bytes: bytes | None = None,
+    explainers: ExplainerFactory | None = None,
 ) -> RayReplayProvider:
     """Start this acquisition's cursor actor on Ray and wait until it loaded the fixture.
 
     The actor runs on this process's node. ``fixture`` is a path read there (resolved
     against this process's working directory); or pass the file's content as
-    ``fixture_bytes`` instead. Raises
+    ``fixture_bytes`` instead. ``explainers`` makes the handle's miss explainer (see
+    ``acquisition.ExplainerFactory``; only a fixture path can be explained). Raises
     ``FixtureError`` (reason and line only) if the fixture is rejected, ``ActorLost`` if
     the actor does not come up within ``timeout``, ``ReplayError`` without Ray or before
     ``ray.init()``: it uses the Ray cluster this process is connected to.
@@ -518,6 +543,7 @@ def acquire(
             private=bool(private),
             timeout=timeout,
             acquirer=True,
+            explain=None if explainers is None or path is None else explainers(path, None, private),
         )
     try:
         ray.kill(actor, no_restart=True)
