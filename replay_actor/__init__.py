@@ -34,10 +34,10 @@ if TYPE_CHECKING:
         TooManyActors,
     )
     from ._interface import Provider
+    from ._replay import Supervisor, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
     from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
-    from .replay.ray_backend import RayReplayProvider
     from .integrations.sdk import (
         anthropic_client,
         async_anthropic_client,
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
     from .manifest import open_provider
-    from ._replay import Supervisor, acquire
     from .replay.handle import ReplayProvider
+    from .replay.ray_backend import RayReplayProvider
 
 from ._version import __version__
 

@@ -37,9 +37,7 @@ def miss_explainer(
     say (no fixture path, or private mode with nowhere private to say it)."""
     if not fixture or (private and inspection_path is None):
         return None
-    return functools.partial(
-        _explain, private=private, fixture=fixture, inspection=inspection_path
-    )
+    return functools.partial(_explain, private=private, fixture=fixture, inspection=inspection_path)
 
 
 def acquire(

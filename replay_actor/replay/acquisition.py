@@ -16,8 +16,14 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from .._errors import ActorLost, FixtureError, InspectionPathError, InvalidArgument
-from .._errors import OwnerNotAlive, ReplayError
+from .._errors import (
+    ActorLost,
+    FixtureError,
+    InspectionPathError,
+    InvalidArgument,
+    OwnerNotAlive,
+    ReplayError,
+)
 from ..fixture import DEFAULT_CEILINGS, Ceilings
 from . import dial, protocol
 from .handle import MissExplainer, ReplayProvider
@@ -76,9 +82,7 @@ def acquire(
     if inspection_served and inspection_path is None:
         raise InvalidArgument("inspection_served=True needs an inspection_path to log to")
     try:
-        config = _config(
-            fixture, owner_pid, private, ceilings, inspection_path, inspection_served
-        )
+        config = _config(fixture, owner_pid, private, ceilings, inspection_path, inspection_served)
         explain = None
         if explainers is not None:
             explain = explainers(config.fixture, config.inspection_path, config.private)
@@ -88,7 +92,7 @@ def acquire(
     raise failure
 
 
-def _config(  # noqa: PLR0913, PLR0917 - acquire's arguments, checked
+def _config(  # noqa: PLR0917 - acquire's arguments, checked
     fixture: str | os.PathLike[str],
     owner_pid: int | None,
     private: bool,

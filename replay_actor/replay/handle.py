@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import warnings
-import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -45,10 +44,10 @@ from .._request import RequestLike, request_hash
 from . import protocol
 from .aio import LoopLinks
 from .procs import ProcessHandle
-from .state import HandleState, detached, fresh, released
+from .registry import handles
+from .state import HandleState, fresh, released
 from .sync import SyncLink
 from .wire import bounded_timeout
-from .registry import handles
 
 __all__ = ["MissExplainer", "ReplayProvider"]
 
@@ -60,6 +59,7 @@ Result = dict[str, Any] | ReplayError
 _COMPLETE_REPLIES: Final = protocol.COMPLETE_REPLIES
 _JSON_REPLIES: Final = frozenset({protocol.JSON})
 _decode_reply: Final = protocol.decode_reply
+
 
 class ReplayProvider:
     """A handle on one acquisition's cursor actor. Use ``acquire()`` to get one."""
@@ -339,4 +339,3 @@ def _rebuild(  # noqa: PLR0917 - pickle passes the arguments positionally
     )
     copy._sync.connect_first()
     return copy
-

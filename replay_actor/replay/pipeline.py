@@ -139,7 +139,7 @@ def pipeline(
     return False
 
 
-def _take(
+def _take(  # noqa: PLR0917 - the pipeline's state, passed positionally on the hot path
     data: bytes,
     buf: bytearray,
     pending: collections.deque[int],

@@ -176,7 +176,7 @@ class RayReplayProvider:
     never by Ray's: with the cluster gone, a call is ``ActorLost`` within ``timeout``.
     """
 
-    def __init__(  # noqa: PLR0913 - the handle's whole state, by keyword
+    def __init__(
         self,
         actor: Any,
         *,
@@ -453,7 +453,7 @@ class RayReplayProvider:
         return (_rebuild, args)
 
 
-def _rebuild(  # noqa: PLR0917 - pickle passes the arguments positionally
+def _rebuild(
     actor: Any,
     actor_id: str,
     private: bool,

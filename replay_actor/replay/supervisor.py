@@ -21,9 +21,7 @@ import os
 import selectors
 import threading
 import weakref
-from typing import Any
-
-from typing import Protocol
+from typing import Any, Protocol, Self
 
 from .._errors import ActorLost, InvalidArgument, ProviderClosed, TooManyActors
 from ..fixture import Ceilings
@@ -237,7 +235,7 @@ class Supervisor:
         for provider in providers:
             provider.release_within(timeout)
 
-    def __enter__(self) -> Supervisor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

@@ -58,7 +58,16 @@ class _Slot:
 class SyncLink:
     """The blocking channels of one handle: a slot per thread, the first one shared."""
 
-    __slots__ = ("_address", "_local", "_mutex", "_others", "_primary", "_taken", "_state", "_timeout")
+    __slots__ = (
+        "_address",
+        "_local",
+        "_mutex",
+        "_others",
+        "_primary",
+        "_state",
+        "_taken",
+        "_timeout",
+    )
 
     def __init__(
         self, address: bytes, timeout: float, state: HandleState, first: Channel | None
@@ -83,9 +92,7 @@ class SyncLink:
         copy made after the acquisition ended finds nobody listening. Anything else (a
         busy listener, no fd to spare) is not an end: the first call connects again."""
         try:
-            self._primary.channel = Channel.from_socket(
-                dial.connect(self._address, self._timeout)
-            )
+            self._primary.channel = Channel.from_socket(dial.connect(self._address, self._timeout))
         except ProviderClosed:
             self._state.end(GONE)
         except ReplayError:

@@ -114,7 +114,7 @@ class Channel:
                 return buffer[4:]
         while len(buffer) < 4:
             buffer += self._read()  # at most three more bytes: no growth to speak of
-        spans, rest, _ = split_frames(buffer)
+        spans, _, _ = split_frames(buffer)
         if spans:
             start, stop = spans[0]
             self._buffer = buffer[stop:]
