@@ -194,7 +194,7 @@ class RecordingProvider:
         """The fixture's answer for a held hash, ``_NOT_HELD`` otherwise."""
         with self._lock:
             if self._closed:
-                raise ProviderClosed("the provider was released")
+                raise ProviderClosed("this provider was released")
             outcome = self._cursors.take(request_hash)
         if outcome is MISS:
             return _NOT_HELD
@@ -237,7 +237,7 @@ class RecordingProvider:
     def complete(self, request: RequestLike) -> dict[str, Any]:
         """The fixture's answer if the fixture held this request, else a recorded live one."""
         if self._closed:
-            raise ProviderClosed("the provider was released")
+            raise ProviderClosed("this provider was released")
         request_hash, plain = prepare_request(request)
         answer = self._from_fixture(request_hash)
         if answer is not _NOT_HELD:
@@ -249,7 +249,7 @@ class RecordingProvider:
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """The async form of :meth:`complete`; file work runs in a worker thread."""
         if self._closed:
-            raise ProviderClosed("the provider was released")
+            raise ProviderClosed("this provider was released")
         request_hash, plain = prepare_request(request)
         answer = await asyncio.to_thread(self._from_fixture, request_hash)
         if answer is not _NOT_HELD:
