@@ -10,6 +10,7 @@ kills (by PID, as ours) any that did.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import shutil
 import tempfile
 import time
@@ -61,7 +62,7 @@ def local_cluster(
 ) -> Iterator[Cluster]:
     """A head node (and optionally a second node with these ``add_node`` arguments),
     with this process connected as the driver; everything stopped and checked after."""
-    import ray
+    ray: Any = importlib.import_module("ray")
     from ray.cluster_utils import Cluster as RayCluster
 
     # A short path: Ray's unix sockets live under it, and their paths are length-limited.

@@ -40,6 +40,7 @@ import asyncio
 import importlib
 import os
 import threading
+import time
 import warnings
 from collections.abc import Iterable
 from typing import Any, Final
@@ -70,6 +71,8 @@ Result = dict[str, Any] | ReplayError
 # acknowledges the release itself.
 _GOODBYE: Final = protocol.GOODBYE
 _JSON_REPLIES: Final = frozenset({protocol.JSON})
+#: The least time given to asking Ray why an actor died, even past a call's deadline.
+_MIN_ASK: Final = 0.5
 #: How long ``release()`` waits for Ray to report the killed actor gone, at most.
 _RELEASE_WAIT: Final = 5.0
 
@@ -238,6 +241,7 @@ class RayReplayProvider:
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """``complete`` for asyncio: awaits Ray's object reference on the event loop."""
         self._state.check()
+        deadline = time.monotonic() + self._timeout
         ref, shown = self._send(request)
         if isinstance(ref, ReplayError):
             raise ref
@@ -250,7 +254,7 @@ class RayReplayProvider:
         except ray_module().exceptions.RayError as exc:
             failure = exc
         if failure is not None:
-            raise self._error(failure)
+            raise self._error(failure, deadline)
         result = protocol.decode_reply(reply, shown, self._state)
         if isinstance(result, dict):
             return result
@@ -339,21 +343,22 @@ class RayReplayProvider:
     def _call(self, method: str, *args: Any) -> Any:
         """One call to the actor and its answer, bounded by the handle's own deadline;
         the ``ReplayError`` is returned, never raised."""
+        deadline = time.monotonic() + self._timeout
         ref = self._submit(method, *args)
         if isinstance(ref, ReplayError):
             return ref
         ray = ray_module()
         failure: BaseException
         try:
-            # Our own deadline: ``ray.wait`` returns when it runs out, where ``ray.get``
-            # stays blocked for as long as Ray retries a cluster that is gone.
-            done, _ = ray.wait([ref], timeout=self._timeout)
-            if done:
-                return ray.get(done[0], timeout=self._timeout)
-            failure = TimeoutError("no answer within the handle's timeout")
-        except ray.exceptions.RayError as exc:  # GetTimeoutError included
+            # Our own deadline: the reference's future is completed by a callback from
+            # Ray, and we wait on it ourselves. ``ray.get`` and ``ray.wait`` both stay
+            # blocked past their timeouts while Ray retries a cluster that is gone.
+            return ref.future().result(timeout=self._timeout)
+        except TimeoutError as exc:  # concurrent.futures' timeout is this one
             failure = exc
-        return self._error(failure)
+        except ray.exceptions.RayError as exc:
+            failure = exc
+        return self._error(failure, deadline)
 
     def _submit(self, method: str, *args: Any) -> Any:
         """Send one call to the actor: its object reference, or the error (returned)."""
@@ -373,15 +378,16 @@ class RayReplayProvider:
             failure = exc
         return state.lose("cannot be reached", failure)
 
-    def _error(self, failure: BaseException) -> ReplayError:
+    def _error(self, failure: BaseException, deadline: float) -> ReplayError:
         """``ProviderClosed`` or ``ActorLost`` for a call that failed with ``failure``;
-        marks the handle ended or broken accordingly."""
+        marks the handle ended or broken accordingly. Asking Ray why the actor died is
+        bounded by the call's ``deadline`` (``time.monotonic``), as the call was."""
         ray = ray_module()
         state = self._state
         if isinstance(failure, (TimeoutError, ray.exceptions.GetTimeoutError)):
             return state.lose("did not answer in time", failure)
         if isinstance(failure, ray.exceptions.RayActorError):
-            if _killed_on_release(self._actor_id):
+            if _killed_on_release(self._actor_id, within=deadline - time.monotonic()):
                 return state.end()
             return state.lose("died", failure)
         # Any other Ray error (a failure inside Ray itself): not chained, since its text
@@ -469,21 +475,31 @@ async def _awaitable(ref: Any) -> Any:
     return await ref
 
 
-def _killed_on_release(actor_id: str) -> bool:
+def _killed_on_release(actor_id: str, *, within: float) -> bool:
     """Whether Ray's actor table says the actor was ended by ``ray.kill`` (the release).
 
     Read from the GCS actor table, which needs no dashboard; any doubt reads as "no",
-    so a failure to ask is reported as a lost actor, never as a clean release.
+    so a failure to ask is reported as a lost actor, never as a clean release. Asked on
+    a thread of its own and waited for at most ``within`` seconds (a small floor): with
+    the GCS gone, Ray's own query blocks for a minute and more.
     """
-    try:
-        state = importlib.import_module("ray._private.state")
-        protocol = importlib.import_module("ray.core.generated.common_pb2")
-        info = state.actors(actor_id)
-        context = info["DeathCause"].actor_died_error_context
-        killed = protocol.ActorDiedErrorContext.RAY_KILL
-        return bool(info["State"] == "DEAD" and context.reason == killed)
-    except Exception:
-        return False
+    answer: list[bool] = []
+
+    def ask() -> None:
+        try:
+            state = importlib.import_module("ray._private.state")
+            protocol = importlib.import_module("ray.core.generated.common_pb2")
+            info = state.actors(actor_id)
+            context = info["DeathCause"].actor_died_error_context
+            killed = protocol.ActorDiedErrorContext.RAY_KILL
+            answer.append(bool(info["State"] == "DEAD" and context.reason == killed))
+        except Exception:
+            answer.append(False)
+
+    asker = threading.Thread(target=ask, name="replay-actor-ray-why", daemon=True)
+    asker.start()
+    asker.join(max(within, _MIN_ASK))
+    return bool(answer and answer[0])
 
 
 def acquire(
