@@ -49,6 +49,7 @@ from replay_actor import (  # noqa: E402
 )
 from replay_actor.ray import RayReplayProvider, acquire  # noqa: E402
 from tests.raycluster import Cluster, local_cluster  # noqa: E402
+from tests.test_handle_faults import _captured  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(90)]
 
@@ -556,6 +557,27 @@ def test_private_mode_keeps_hashes_out_of_errors_and_ray_logs(
         time.sleep(0.1)
     assert digest[7:] not in logs and retry[7:] not in logs
     assert "PLANTED-SECRET" not in logs
+
+
+def test_private_misses_and_exhaustion_keep_the_hash_out_of_frame_locals(
+    fixture_path: Path,
+) -> None:
+    secret = "PLANTED-SECRET-locals-3b9e"
+    digests = [request_hash(req(secret)), request_hash(req("retry"))]
+    with acquire(fixture_path, private=True, timeout=30) as llm:
+        llm.complete_many([req("retry")] * 3)  # the sequence is used up
+        reports = [
+            _captured(lambda: llm.complete(req(secret))),
+            _captured(lambda: asyncio.run(llm.acomplete(req(secret)))),
+            _captured(lambda: llm.complete(req("retry"))),
+            _captured(lambda: asyncio.run(llm.acomplete(req("retry")))),
+        ]
+    kinds = ["ReplayMiss", "ReplayMiss", "SequenceExhausted", "SequenceExhausted"]
+    for report, kind in zip(reports, kinds, strict=True):
+        assert kind in report  # the control: the error and its frames are in the report
+        assert "complete" in report
+        for digest in digests:
+            assert digest not in report and digest[7:] not in report
 
 
 # -- lifecycle: release, loss, ownership --------------------------------------------------

@@ -103,6 +103,7 @@ def test_a_call_with_the_cluster_gone_is_actor_lost_within_its_timeout(tmp_path:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=env,
+        cwd=tmp_path,  # ``-c`` puts the working directory first on sys.path
     )
     try:
         # Starting the cluster is not bounded by the call's timeout; the call is.
