@@ -16,7 +16,8 @@ from ._errors import ReplayMiss
 from ._request import RequestLike
 from .fixture import Ceilings
 from .replay import acquisition, supervisor
-from .replay.handle import MissExplainer, ReplayProvider
+from .replay.base import MissExplainer
+from .replay.handle import ReplayProvider
 
 __all__ = ["Supervisor", "acquire", "miss_explainer"]
 

@@ -26,7 +26,8 @@ from .._errors import (
 )
 from ..fixture import DEFAULT_CEILINGS, Ceilings
 from . import dial, protocol
-from .handle import MissExplainer, ReplayProvider
+from .base import MissExplainer
+from .handle import ReplayProvider
 from .procs import ProcessHandle, identity
 from .protocol import ActorConfig
 from .wire import Channel, bounded_timeout, set_timeouts

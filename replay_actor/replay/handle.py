@@ -36,32 +36,27 @@ from __future__ import annotations
 import asyncio
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Sequence
 from typing import Any, Final
 
-from .._errors import ProviderClosed, ReplayError, ReplayMiss
+from .._errors import ProviderClosed, ReplayError
 from .._request import RequestLike, request_hash
 from . import protocol
 from .aio import LoopLinks
+from .base import MissExplainer, ReplayHandle, Result
 from .procs import ProcessHandle
 from .registry import handles
-from .state import HandleState, fresh, released
+from .state import HandleState, released
 from .sync import SyncLink
 from .wire import bounded_timeout
 
 __all__ = ["MissExplainer", "ReplayProvider"]
 
-#: ``explain(request, request_hash) -> ReplayMiss``: the miss for ``request``, explained
-#: (``nearest``, or in private mode a line in the inspection record only). Called in a
-#: frame that is gone before the caller raises; it must pickle (copies carry it).
-MissExplainer = Callable[[RequestLike, str], ReplayMiss]
-Result = dict[str, Any] | ReplayError
 _COMPLETE_REPLIES: Final = protocol.COMPLETE_REPLIES
 _JSON_REPLIES: Final = frozenset({protocol.JSON})
-_decode_reply: Final = protocol.decode_reply
 
 
-class ReplayProvider:
+class ReplayProvider(ReplayHandle):
     """A handle on one acquisition's cursor actor. Use ``acquire()`` to get one."""
 
     def __init__(
@@ -99,34 +94,7 @@ class ReplayProvider:
         """PID of the process whose death ends the acquisition."""
         return self._owner_pid
 
-    @property
-    def closed(self) -> bool:
-        """True once ``release()`` was called on this handle (or the acquisition ended)."""
-        return self._state.closed or self._state.ended
-
-    @property
-    def private(self) -> bool:
-        """True when hashes are kept out of public diagnostics."""
-        return self._private
-
-    # -- calls ------------------------------------------------------------------------
-
-    def complete(self, request: RequestLike) -> dict[str, Any]:
-        """Answer ``request`` from the fixture: a fresh response dict.
-
-        Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
-        ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
-        """
-        state = self._state
-        if state.closed or state.ended:
-            state.check()  # a closed handle says so before judging the request
-        reply, shown = self._ask(request)
-        if isinstance(reply, bytes):
-            result = _decode_reply(reply, shown, state)
-            if isinstance(result, dict):
-                return result
-            reply = self._explained(request, result)
-        raise reply
+    # -- how one request travels (the calls themselves are ``base.ReplayHandle``'s) ----
 
     def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
         # The one frame that holds the hash; it returns (never raises) what went wrong.
@@ -134,23 +102,10 @@ class ReplayProvider:
         message = protocol.frame(protocol.complete_request(digest))
         return self._sync.exchange(message, _COMPLETE_REPLIES), None if self._private else digest
 
-    async def acomplete(self, request: RequestLike) -> dict[str, Any]:
-        """``complete`` for asyncio, on the event loop itself (no worker thread).
-
-        The tasks of one loop share one connection with many requests in flight. A
-        task cancelled while its request is in flight leaves the connection usable;
-        the element its request took counts as served.
-        """
-        state = self._state
-        if state.closed or state.ended:
-            state.check()
-        future, shown = self._submit(request)
-        result = _decode_reply(await future, shown, state)
-        if isinstance(result, dict):
-            return result
-        raise self._explained(request, result)
-
-    def _submit(self, request: RequestLike) -> tuple[asyncio.Future[bytes], str | None]:
+    def _send(self, request: RequestLike) -> tuple[asyncio.Future[bytes] | ReplayError, str | None]:
+        # The tasks of one loop share one connection with many requests in flight. A
+        # task cancelled while its request is in flight leaves the connection usable;
+        # the element its request took counts as served.
         loop = asyncio.get_running_loop()
         digest = request_hash(request)
         message = protocol.frame(protocol.complete_request(digest))
@@ -158,46 +113,15 @@ class ReplayProvider:
         del digest
         link = self._links.get(loop)
         if isinstance(link, ReplayError):
-            message = b""
-            raise link
+            return link, shown
         return link.submit(message), shown
 
-    def complete_many(self, requests: Iterable[RequestLike]) -> list[Result]:
-        """Answer a batch from this thread, pipelined: the requests are sent without
-        waiting for earlier replies, and the replies read in order.
+    async def _receive(self, pending: asyncio.Future[bytes]) -> bytes:
+        return await pending
 
-        Returns one element per request, in order: the response dict, or the
-        ``ReplayError`` that ``complete`` would have raised for it (``ReplayMiss``,
-        ``SequenceExhausted``, ``RequestError`` for an invalid request, which is never
-        sent, ``ProviderClosed``, ``ActorLost``). Never raises a ``ReplayError``.
-        """
-        batch = list(requests)
-        state = self._state
-        if not batch:
-            return []
-        if state.closed or state.ended:
-            error = state.error()
-            assert error is not None
-            return [fresh(error) for _ in batch]
-        results = self._sync.batch(batch, private=self._private)
-        if self._explain is not None:
-            for i, result in enumerate(results):
-                if type(result) is ReplayMiss:
-                    results[i] = self._explained(batch[i], result)
-        return results
-
-    def _explained(self, request: RequestLike, error: ReplayError) -> ReplayError:
-        """``error``, or for a miss the explained ``ReplayMiss`` when this handle has an
-        explainer (only a miss pays for the lookup, on the caller's side).
-
-        In private mode the hash is computed again here, in a frame that is gone before
-        the caller raises: the explanation goes to the inspection record only.
-        """
-        explain = self._explain
-        if explain is None or type(error) is not ReplayMiss:
-            return error
-        shown = error.request_hash
-        return explain(request, shown if shown is not None else request_hash(request))
+    def _batch(self, batch: Sequence[RequestLike]) -> list[Result]:
+        # Pipelined: sent without waiting for earlier replies, the replies read in order.
+        return self._sync.batch(batch, private=self._private)
 
     def snapshot(self) -> dict[str, Any]:
         """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
@@ -273,12 +197,6 @@ class ReplayProvider:
                 wait = self._timeout
             process.finish(wait)
         handles.discard(self)
-
-    def __enter__(self) -> ReplayProvider:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
 
     def __del__(self) -> None:
         # Only warn: the channels close their own descriptors when freed with us. The

@@ -42,7 +42,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any, Final
 
 from .._errors import (
@@ -51,20 +51,18 @@ from .._errors import (
     InvalidArgument,
     ProviderClosed,
     ReplayError,
-    ReplayMiss,
     RequestError,
 )
 from .._request import RequestLike, request_hash
 from ..fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_fixture
 from . import protocol
 from .acquisition import ExplainerFactory, check_timeout
-from .handle import MissExplainer
+from .base import MissExplainer, ReplayHandle, Result
 from .state import HandleState, detached, fresh
 from .sync import failed
 
 __all__ = ["CursorActor", "RayReplayProvider", "acquire"]
 
-Result = dict[str, Any] | ReplayError
 # The actor's answers are the local actor's frames (``protocol``), decoded by the same
 # ``protocol.decode_reply``: ``GOODBYE`` means what it means locally (the acquirer
 # released the acquisition) and answers every call after the release; ``RELEASED``
@@ -164,7 +162,7 @@ def _remote_class() -> Any:
         return _actor_class
 
 
-class RayReplayProvider:
+class RayReplayProvider(ReplayHandle):
     """A handle on one acquisition's cursor actor running on Ray. Use ``acquire()``.
 
     The interface of ``ReplayProvider``: ``complete``, ``acomplete``, ``complete_many``,
@@ -205,32 +203,7 @@ class RayReplayProvider:
         """The Ray actor id of this acquisition's cursor actor (hex)."""
         return self._actor_id
 
-    @property
-    def closed(self) -> bool:
-        """True once ``release()`` was called on this handle (or the acquisition ended)."""
-        return self._state.closed or self._state.ended
-
-    @property
-    def private(self) -> bool:
-        """True when hashes are kept out of public diagnostics."""
-        return self._private
-
-    # -- calls ------------------------------------------------------------------------
-
-    def complete(self, request: RequestLike) -> dict[str, Any]:
-        """Answer ``request`` from the fixture: a fresh response dict.
-
-        Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
-        ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
-        """
-        self._state.check()  # a closed handle says so before judging the request
-        reply, shown = self._ask(request)
-        if isinstance(reply, bytes):
-            result = protocol.decode_reply(reply, shown, self._state)
-            if isinstance(result, dict):
-                return result
-            reply = self._explained(request, result)
-        raise reply
+    # -- how one request travels (the calls themselves are ``base.ReplayHandle``'s) ----
 
     def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
         # The one frame that holds the hash; it returns (never raises) what went wrong.
@@ -238,50 +211,28 @@ class RayReplayProvider:
         shown = None if self._private else digest
         return self._call("complete", digest), shown
 
-    async def acomplete(self, request: RequestLike) -> dict[str, Any]:
-        """``complete`` for asyncio: awaits Ray's object reference on the event loop."""
-        self._state.check()
-        deadline = time.monotonic() + self._timeout
-        ref, shown = self._send(request)
-        if isinstance(ref, ReplayError):
-            raise ref
-        failure: BaseException | None = None
-        reply = b""
-        try:
-            reply = await asyncio.wait_for(_awaitable(ref), self._timeout)
-        except TimeoutError as exc:
-            failure = exc
-        except ray_module().exceptions.RayError as exc:
-            failure = exc
-        if failure is not None:
-            raise self._error(failure, deadline)
-        result = protocol.decode_reply(reply, shown, self._state)
-        if isinstance(result, dict):
-            return result
-        raise self._explained(request, result)
-
     def _send(self, request: RequestLike) -> tuple[Any, str | None]:
         # As ``_ask``: the hash lives only in this frame, which never raises a ReplayError.
         digest = request_hash(request)
         return self._submit("complete", digest), None if self._private else digest
 
-    def complete_many(self, requests: Iterable[RequestLike]) -> list[Result]:
-        """Answer a batch in one round trip to the actor, in order.
+    async def _receive(self, pending: Any) -> bytes | ReplayError:
+        # Awaits Ray's object reference on the event loop, by our own deadline.
+        deadline = time.monotonic() + self._timeout
+        failure: BaseException | None = None
+        try:
+            reply: bytes = await asyncio.wait_for(_awaitable(pending), self._timeout)
+        except TimeoutError as exc:
+            failure = exc
+        except ray_module().exceptions.RayError as exc:
+            failure = exc
+        if failure is not None:
+            return self._error(failure, deadline)
+        return reply
 
-        Returns one element per request: the response dict, or the ``ReplayError`` that
-        ``complete`` would have raised for it (``ReplayMiss``, ``SequenceExhausted``,
-        ``RequestError`` for an invalid request, which is never sent, ``ProviderClosed``,
-        ``ActorLost``). Never raises a ``ReplayError``, as the local handle.
-        """
-        batch = list(requests)
-        state = self._state
-        if not batch:
-            return []
-        if state.closed or state.ended:
-            error = state.error()
-            assert error is not None
-            return [fresh(error) for _ in batch]
-        error = state.error()
+    def _batch(self, batch: Sequence[RequestLike]) -> list[Result]:
+        # One round trip to the actor for the whole batch, answered in order.
+        error = self._state.error()
         if error is not None:
             return failed(batch, error)
         results: list[Result | None] = [None] * len(batch)
@@ -299,21 +250,10 @@ class RayReplayProvider:
             for n, i in enumerate(sent):
                 if isinstance(replies, ReplayError):
                     results[i] = fresh(replies)
-                    continue
-                shown = None if self._private else digests[n]
-                results[i] = self._explained(
-                    batch[i], protocol.decode_reply(replies[n], shown, state)
-                )
+                else:
+                    shown = None if self._private else digests[n]
+                    results[i] = protocol.decode_reply(replies[n], shown, self._state)
         return results  # type: ignore[return-value]  # every element is filled
-
-    def _explained(self, request: RequestLike, result: Any) -> Any:
-        """``result``, or for a miss the explained ``ReplayMiss`` when this handle has an
-        explainer (the same as the local handle's; see ``handle.MissExplainer``)."""
-        explain = self._explain
-        if explain is None or type(result) is not ReplayMiss:
-            return result
-        shown = result.request_hash
-        return explain(request, shown if shown is not None else request_hash(request))
 
     def snapshot(self) -> dict[str, Any]:
         """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
@@ -426,12 +366,6 @@ class RayReplayProvider:
             ray.wait([gone], timeout=min(self._timeout, _RELEASE_WAIT))
         except Exception:
             pass  # release never raises: whatever Ray reports, the actor is not ours now
-
-    def __enter__(self) -> RayReplayProvider:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
 
     def __del__(self) -> None:
         # Ray ends the actor once no handle refers to it; say that it was not released,
