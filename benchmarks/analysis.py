@@ -16,6 +16,12 @@ METHOD: Final = """\
   times a batch of `complete()` calls on each, a batch of local `request_hash` calls and
   a batch of 100-byte round trips over a `multiprocessing.Pipe` to an echo child started
   by a *spawn* context. A round's floor is its hash time plus its echo time.
+- **P1b**: the same rounds also time a batch of raw AF_UNIX socketpair exchanges with a
+  child interpreter that answers every read with one write (`RawEcho`): the request
+  frame is the very one `complete()` sends for the realistic request (76 bytes) and the
+  reply the very frame the actor sends back (~340 bytes). A round's floor is its
+  `request_hash` time plus that exchange; the target is ours / floor ≤ 2.0. Where the
+  rest of a call's time goes is profiled by `python -m benchmarks.hotpath`.
 - **P8**: the 100k actor's RSS (psutil), USS and PSS (`memory_full_info`) and its
   zygote's RSS, after 300 calls, twice: P8a in a fresh worker process that acquires only
   that fixture (its zygote caches nothing else), P8b the P1 run's actor (its zygote also

@@ -60,12 +60,7 @@ class ReplayHandle:
         if state.closed or state.ended:
             state.check()  # a closed handle says so before judging the request
         reply, shown = self._ask(request)
-        if isinstance(reply, bytes):
-            result = _decode_reply(reply, shown, state)
-            if isinstance(result, dict):
-                return result
-            reply = self._explained(request, result)
-        raise reply
+        return self._answer(request, reply, shown)
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """``complete`` for asyncio, on the event loop itself (no worker thread)."""
@@ -75,9 +70,14 @@ class ReplayHandle:
         pending, shown = self._send(request)
         if isinstance(pending, ReplayError):
             raise pending
-        reply = await self._receive(pending)
+        return self._answer(request, await self._receive(pending), shown)
+
+    def _answer(
+        self, request: RequestLike, reply: bytes | ReplayError, shown: str | None
+    ) -> dict[str, Any]:
+        """The response ``reply`` carries, or raise what it means (explained, for a miss)."""
         if isinstance(reply, bytes):
-            result = _decode_reply(reply, shown, state)
+            result = _decode_reply(reply, shown, self._state)
             if isinstance(result, dict):
                 return result
             reply = self._explained(request, result)

@@ -99,7 +99,7 @@ class ReplayProvider(ReplayHandle):
     def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
         # The one frame that holds the hash; it returns (never raises) what went wrong.
         digest = request_hash(request)
-        message = protocol.frame(protocol.complete_request(digest))
+        message = protocol.complete_frame(digest)
         return self._sync.exchange(message, _COMPLETE_REPLIES), None if self._private else digest
 
     def _send(self, request: RequestLike) -> tuple[asyncio.Future[bytes] | ReplayError, str | None]:
@@ -108,7 +108,7 @@ class ReplayProvider(ReplayHandle):
         # the element its request took counts as served.
         loop = asyncio.get_running_loop()
         digest = request_hash(request)
-        message = protocol.frame(protocol.complete_request(digest))
+        message = protocol.complete_frame(digest)
         shown = None if self._private else digest
         del digest
         link = self._links.get(loop)

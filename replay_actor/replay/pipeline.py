@@ -39,7 +39,7 @@ _CHUNK: Final = 32
 #: Requests in flight at most (bounds the actor's unread replies to this connection).
 _IN_FLIGHT: Final = 256
 _OUT_LIMIT: Final = 1 << 16
-_C: Final = protocol.COMPLETE
+_complete_frame: Final = protocol.complete_frame
 _Z: Final = protocol.GOODBYE[0]
 _ANSWERS: Final = frozenset(b"".join(protocol.COMPLETE_REPLIES))
 
@@ -82,10 +82,7 @@ def pipeline(
                     except RequestError as exc:
                         results[index] = detached(exc)
                     else:
-                        encoded = digest.encode("ascii")
-                        out += (len(encoded) + 1).to_bytes(4, "big")
-                        out += _C
-                        out += encoded
+                        out += _complete_frame(digest)
                         pending.append(index)
                         if not private:
                             shown[index] = digest

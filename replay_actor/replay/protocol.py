@@ -48,6 +48,7 @@ __all__ = [
     "MAX_UNREAD",
     "COMPLETE_REPLIES",
     "ActorConfig",
+    "complete_frame",
     "complete_request",
     "decode_reply",
     "decode_failure",
@@ -170,8 +171,20 @@ def decode_reply(
 
 
 def complete_request(request_hash: str) -> bytes:
-    """The frame asking for the next answer to ``request_hash``."""
+    """The message asking for the next answer to ``request_hash``."""
     return COMPLETE + request_hash.encode("ascii")
+
+
+#: A request hash is ``sha256:`` and 64 hex digits: every ``COMPLETE`` frame has this head.
+_COMPLETE_HEAD: Final = (1 + 71).to_bytes(4, "big") + COMPLETE
+
+
+def complete_frame(request_hash: str) -> bytes:
+    """``frame(complete_request(request_hash))``, in one step (the hot path's)."""
+    encoded = request_hash.encode("ascii")
+    if len(encoded) != 71:
+        return frame(COMPLETE + encoded)
+    return _COMPLETE_HEAD + encoded
 
 
 def outcome_reply(outcome: bytes | Outcome) -> bytes:

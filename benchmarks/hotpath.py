@@ -1,0 +1,141 @@
+"""``python -m benchmarks.hotpath``: where the microseconds of one ``complete()`` go.
+
+A profile, not a target: it times each step of the hot path on its own, many times, and
+prints medians (docs/benchmarks.md, "Where a call's time goes"). The steps:
+
+- caller: ``request_hash``; building the frame; the handle's own Python around the
+  exchange (a whole ``complete()`` minus the hash, the socket round trip and the decode,
+  as measured in the same run); decoding the reply.
+- actor: its Python per request (reading the frame, the hash check, the cursor, building
+  and writing the reply), timed in this process on the actor's own loop code with a
+  socketpair; and one ``epoll`` wait on a ready descriptor.
+- the kernel and the scheduler: a raw AF_UNIX socketpair exchange of the same frames
+  with a child that only reads and writes (P1b's floor).
+
+The realistic request and the 100k-entry fixture are P1's (``workload.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import statistics
+import time
+from collections.abc import Callable
+
+import msgspec
+
+from replay_actor import acquire, request_hash
+from replay_actor.replay import actor as actor_module
+from replay_actor.replay import protocol
+from replay_actor.replay.protocol import ActorConfig
+
+from .procs import RawEcho
+from .workload import fixture, realistic_request
+
+__all__ = ["main", "profile"]
+
+
+def _median_us(fn: Callable[[], object], calls: int = 2000, reps: int = 9) -> float:
+    for _ in range(calls // 10):
+        fn()
+    samples = []
+    for _ in range(reps):
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter_ns() - start) / calls / 1000)
+    return statistics.median(samples)
+
+
+def _actor_side(path: str, request: bytes, reply: bytes) -> float:
+    """The actor's Python per request beyond one read and one write: its loop's read,
+    answer and write, run in this process on a socketpair, minus the bare syscalls."""
+    config = ActorConfig(
+        fixture=path,
+        owner_pid=os.getpid(),
+        owner_create_time=0.0,
+        private=False,
+        ceilings={},
+        inspection_path=None,
+    )
+    actor = actor_module.Actor(config)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener, _ = actor_module._listen()
+    watch = actor_module._OwnerWatch(os.getpid(), 0.0, "poll")
+    loop = actor_module._Loop(actor, theirs.detach(), listener, watch)
+    peer = loop.primary
+    fd = ours.fileno()
+
+    def one() -> None:
+        os.write(fd, request)  # the caller's write, not the actor's: subtracted below
+        loop._readable(peer)
+        loop._pump(peer)
+        os.read(fd, 65536)  # the caller's read, likewise
+
+    def bare() -> None:
+        os.write(fd, request)
+        os.read(peer.fd, 65536)  # the actor's read and write, with nothing in between
+        os.write(peer.fd, reply)
+        os.read(fd, 65536)
+
+    try:
+        return _median_us(one) - _median_us(bare)
+    finally:
+        loop.close()
+        listener.close()
+        ours.close()
+
+
+def _epoll_wait() -> float:
+    poller = select.epoll()
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a.send(b"x")
+    poller.register(b.fileno(), select.EPOLLIN)
+    try:
+        return _median_us(lambda: poller.poll(-1))
+    finally:
+        poller.close()
+        a.close()
+        b.close()
+
+
+def profile() -> dict[str, float]:
+    """Median microseconds of each step (see the module docstring)."""
+    req = realistic_request()
+    path = str(fixture(100_000))
+    provider = acquire(path, timeout=120.0)
+    raw: RawEcho | None = None
+    try:
+        response = provider.complete(req)
+        digest = request_hash(req)
+        request = protocol.complete_frame(digest)
+        body = msgspec.json.encode(response)
+        reply = protocol.RESPONSE + body
+        raw = RawEcho(request, protocol.frame(reply))
+        steps: dict[str, float] = {}
+        steps["complete()"] = _median_us(lambda: provider.complete(req))
+        steps["caller: request_hash"] = _median_us(lambda: request_hash(req))
+        steps["caller: frame"] = _median_us(lambda: protocol.complete_frame(digest))
+        steps["caller: decode the reply"] = _median_us(lambda: msgspec.json.decode(body))
+        steps["raw socketpair exchange (kernel, scheduler)"] = _median_us(raw.round_trip)
+        steps["actor: its Python per request"] = _actor_side(path, request, protocol.frame(reply))
+        steps["actor: one epoll wait, ready"] = _epoll_wait()
+    finally:
+        provider.release()
+        if raw is not None:
+            raw.close()
+    accounted = sum(v for k, v in steps.items() if k != "complete()")
+    steps["caller: the handle's own Python and the rest"] = steps["complete()"] - accounted
+    return steps
+
+
+def main() -> None:
+    steps = profile()
+    for name, value in steps.items():
+        print(f"{value:8.1f} us  {name}")
+
+
+if __name__ == "__main__":
+    main()
