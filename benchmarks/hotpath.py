@@ -21,7 +21,6 @@ import os
 import select
 import socket
 import statistics
-import time
 from collections.abc import Callable
 
 import msgspec
@@ -32,26 +31,25 @@ from replay_actor.replay import protocol
 from replay_actor.replay.protocol import ActorConfig
 
 from .procs import RawEcho
+from .timing import interleave, per_call
 from .workload import fixture, realistic_request
 
 __all__ = ["main", "profile"]
 
 
-def _median_us(fn: Callable[[], object], calls: int = 2000, reps: int = 9) -> float:
-    for _ in range(calls // 10):
-        fn()
-    samples = []
-    for _ in range(reps):
-        start = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter_ns() - start) / calls / 1000)
-    return statistics.median(samples)
+def _medians_us(sides: dict[str, Callable[[], object]], calls: int = 1000) -> dict[str, float]:
+    """Each side's median microseconds per call, over interleaved rounds (``timing``)."""
+    batches = {name: per_call(fn, calls) for name, fn in sides.items()}
+    samples = interleave(batches, reps=15, warmup=2)
+    return {name: statistics.median(times) * 1e6 for name, times in samples.items()}
 
 
-def _actor_side(path: str, request: bytes, reply: bytes) -> float:
+def _actor_side(
+    path: str, request: bytes, reply: bytes
+) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
     """The actor's Python per request beyond one read and one write: its loop's read,
-    answer and write, run in this process on a socketpair, minus the bare syscalls."""
+    answer and write, run in this process on a socketpair (``one``), against the bare
+    syscalls (``bare``); and how to close it."""
     config = ActorConfig(
         fixture=path,
         owner_pid=os.getpid(),
@@ -80,25 +78,26 @@ def _actor_side(path: str, request: bytes, reply: bytes) -> float:
         os.write(peer.fd, reply)
         os.read(fd, 65536)
 
-    try:
-        return _median_us(one) - _median_us(bare)
-    finally:
+    def close() -> None:
         loop.close()
         listener.close()
         ours.close()
 
+    return one, bare, close
 
-def _epoll_wait() -> float:
+
+def _epoll_wait() -> tuple[Callable[[], object], Callable[[], None]]:
     poller = select.epoll()
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     a.send(b"x")
     poller.register(b.fileno(), select.EPOLLIN)
-    try:
-        return _median_us(lambda: poller.poll(-1))
-    finally:
+
+    def close() -> None:
         poller.close()
         a.close()
         b.close()
+
+    return (lambda: poller.poll(-1)), close
 
 
 def profile() -> dict[str, float]:
@@ -114,14 +113,26 @@ def profile() -> dict[str, float]:
         body = msgspec.json.encode(response)
         reply = protocol.RESPONSE + body
         raw = RawEcho(request, protocol.frame(reply))
-        steps: dict[str, float] = {}
-        steps["complete()"] = _median_us(lambda: provider.complete(req))
-        steps["caller: request_hash"] = _median_us(lambda: request_hash(req))
-        steps["caller: frame"] = _median_us(lambda: protocol.complete_frame(digest))
-        steps["caller: decode the reply"] = _median_us(lambda: msgspec.json.decode(body))
-        steps["raw socketpair exchange (kernel, scheduler)"] = _median_us(raw.round_trip)
-        steps["actor: its Python per request"] = _actor_side(path, request, protocol.frame(reply))
-        steps["actor: one epoll wait, ready"] = _epoll_wait()
+        one, bare, close_actor = _actor_side(path, request, protocol.frame(reply))
+        wait, close_wait = _epoll_wait()
+        try:
+            got = _medians_us(
+                {
+                    "complete()": lambda: provider.complete(req),
+                    "caller: request_hash": lambda: request_hash(req),
+                    "caller: frame": lambda: protocol.complete_frame(digest),
+                    "caller: decode the reply": lambda: msgspec.json.decode(body),
+                    "raw socketpair exchange (kernel, scheduler)": raw.round_trip,
+                    "actor loop": one,
+                    "bare": bare,
+                    "actor: one epoll wait, ready": wait,
+                }
+            )
+        finally:
+            close_actor()
+            close_wait()
+        steps = {k: v for k, v in got.items() if k not in ("actor loop", "bare")}
+        steps["actor: its Python per request"] = got["actor loop"] - got["bare"]
     finally:
         provider.release()
         if raw is not None:

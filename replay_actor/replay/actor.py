@@ -251,6 +251,19 @@ class _Peer:
         """Write what the socket takes now; False if the peer is to be dropped."""
         outbox = self.outbox
         fd = self.fd
+        if len(outbox) == 1:  # the common case: one reply, written whole at once
+            data = outbox[0]
+            try:
+                written = os.write(fd, data)
+            except BlockingIOError:
+                return self.unsent <= _MAX_UNREAD
+            except OSError:
+                return False
+            self.unsent -= written
+            if written == len(data):
+                outbox.clear()
+                return self.unsent <= _MAX_UNREAD
+            outbox[0] = memoryview(data)[written:]
         while outbox:
             try:
                 if len(outbox) == 1:
@@ -270,7 +283,7 @@ class _Peer:
                 else:
                     outbox[0] = memoryview(head)[written:]
                     written = 0
-        return self.unsent <= protocol.MAX_UNREAD
+        return self.unsent <= _MAX_UNREAD
 
     def close(self) -> None:
         fd, self.fd = self.fd, -1
@@ -291,6 +304,8 @@ _ENDED: Final = object()
 _HASH_RE: Final = re.compile(rb"sha256:[0-9a-f]{64}")
 _COMPLETE_SIZE: Final = 1 + 71
 _MISS_FRAME: Final = protocol.frame(protocol.MISS)
+_RESPONSE: Final = protocol.RESPONSE
+_MAX_UNREAD: Final = protocol.MAX_UNREAD
 _EXHAUSTED_FRAME: Final = protocol.frame(protocol.EXHAUSTED)
 _RELEASED_FRAME: Final = protocol.frame(protocol.RELEASED)
 _GOODBYE_FRAME: Final = protocol.frame(protocol.GOODBYE)
@@ -481,7 +496,7 @@ class _Loop:
             outcome = actor.complete(message[1:].decode("ascii"))
             if type(outcome) is bytes:
                 size = len(outcome)
-                head = (size + 1).to_bytes(4, "big") + protocol.RESPONSE
+                head = (size + 1).to_bytes(4, "big") + _RESPONSE
                 if size <= 65536:
                     frame = head + outcome
                     outbox.append(frame)
@@ -508,7 +523,7 @@ class _Loop:
             return _ENDED if peer.primary else _DROP
         else:
             return _DROP  # not our protocol: refuse that peer
-        if peer.unsent > protocol.MAX_UNREAD:
+        if peer.unsent > _MAX_UNREAD:
             return _DROP  # it asks and never reads: it alone pays
         return None
 

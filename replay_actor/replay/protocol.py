@@ -128,8 +128,12 @@ def split_frames(
     stops before that frame and ``too_large`` is True (the actor drops such a peer
     without buffering the frame).
     """
-    spans: list[tuple[int, int]] = []
     end = len(data)
+    if end - pos >= 4:
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        if pos + 4 + size == end and size <= limit:  # the common case: one whole frame
+            return [(pos + 4, end)], end, False
+    spans: list[tuple[int, int]] = []
     while end - pos >= 4:
         size = int.from_bytes(data[pos : pos + 4], "big")
         if size > limit:
