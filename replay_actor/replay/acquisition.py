@@ -30,6 +30,7 @@ from .base import MissExplainer
 from .handle import ReplayProvider
 from .procs import ProcessHandle, identity
 from .protocol import ActorConfig
+from .state import NOT_UP
 from .wire import Channel, bounded_timeout, set_timeouts
 from .zygote import zygote
 
@@ -155,7 +156,7 @@ def _spawn(config: ActorConfig, timeout: float, explain: MissExplainer | None) -
     if outcome is None:
         process.kill()  # silent or dead: the actor started for us, stopped by its pidfd
         process.close()
-        raise ActorLost("the cursor actor did not come up in time")
+        raise ActorLost(NOT_UP)
     process.finish(timeout)
     if outcome.startswith(protocol.FIXTURE_REJECTED):
         raise FixtureError(*protocol.decode_rejection(outcome))

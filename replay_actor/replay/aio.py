@@ -33,8 +33,8 @@ from typing import Final
 from .._errors import ReplayError
 from . import protocol
 from .dial import GONE, RETRY, new_socket, resource_error
+from .state import DIED, LATE, UNEXPECTED, UNSOLICITED, Failure, HandleState, detached, fresh
 from .state import GONE as _HAS_ENDED
-from .state import Failure, HandleState, detached, fresh
 
 __all__ = ["AsyncLink", "LoopLinks"]
 
@@ -237,7 +237,7 @@ class AsyncLink:
         # release by the acquirer is reported as such, not as a lost actor.
         self._on_readable()
         if self._failure is None:
-            self._lose("died", exc)
+            self._lose(DIED, exc)
 
     def _on_readable(self) -> None:
         try:
@@ -245,10 +245,10 @@ class AsyncLink:
         except BlockingIOError:
             return
         except OSError as exc:
-            self._lose("died", exc)
+            self._lose(DIED, exc)
             return
         if not data:
-            self._lose("died", EOFError("the actor closed the connection"))
+            self._lose(DIED, EOFError("the actor closed the connection"))
             return
         buf = self._in
         buf += data
@@ -260,11 +260,11 @@ class AsyncLink:
                 self._fail(self._state.ended_failure())
                 return
             if not waiters:
-                self._lose("sent a reply nobody asked for", None)
+                self._lose(UNSOLICITED, None)
                 return
             if payload[:1] not in _ANSWERS:
                 # Not a reply to a request: every later one would be off by one.
-                self._lose("sent an unexpected reply", None)
+                self._lose(UNEXPECTED, None)
                 return
             future, _ = waiters.popleft()
             if not future.done():  # a cancelled caller's reply is read and dropped
@@ -278,7 +278,7 @@ class AsyncLink:
             return
         deadline = self._waiters[0][1]
         if loop.time() >= deadline:
-            self._lose("did not answer in time", None)
+            self._lose(LATE, None)
         else:
             self._timer = loop.call_at(deadline, self._on_timer)
 

@@ -46,7 +46,7 @@ from .aio import LoopLinks
 from .base import MissExplainer, ReplayHandle, Result
 from .procs import ProcessHandle
 from .registry import handles
-from .state import HandleState, released
+from .state import NOT_PASSED_ON, HandleState, released
 from .sync import SyncLink
 from .wire import bounded_timeout
 
@@ -223,7 +223,7 @@ class ReplayProvider(ReplayHandle):
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if self.closed:
-            raise ProviderClosed("a released provider cannot be passed on")
+            raise ProviderClosed(NOT_PASSED_ON)
         args = (self._address, self._actor_pid, self._owner_pid, self._private, self._timeout)
         return (_rebuild, (*args, self._explain))
 

@@ -27,7 +27,7 @@ from typing import Any, Final
 from .._errors import ReplayError, RequestError
 from .._request import RequestLike, request_hash
 from . import protocol
-from .state import Failure, HandleState, detached
+from .state import DIED, LATE, UNEXPECTED, Failure, HandleState, detached
 
 __all__ = ["pipeline"]
 
@@ -103,25 +103,25 @@ def pipeline(
             except BlockingIOError:
                 data = b"" if broken is not None else None
             except OSError as exc:
-                failure = state.lost_failure("died", exc)
+                failure = state.lost_failure(DIED, exc)
                 break
             if data is not None:
                 if not data:
                     cause = broken or EOFError("the actor closed the connection")
-                    failure = state.lost_failure("died", cause)
+                    failure = state.lost_failure(DIED, cause)
                     break
                 failure = _take(data, buf, pending, results, shown, state)
                 if failure is not None:
                     break
                 if broken is not None:
-                    failure = state.lost_failure("died", broken)
+                    failure = state.lost_failure(DIED, broken)
                     break
                 continue
             if room:
                 continue  # more to hash and send before waiting
             poller.register(fd, select.POLLIN | (select.POLLOUT if out else 0))
             if not poller.poll(wait_ms):
-                failure = state.lost_failure("did not answer in time")
+                failure = state.lost_failure(LATE)
                 break
     finally:
         digest = None
@@ -155,7 +155,7 @@ def _take(  # noqa: PLR0917 - the pipeline's state, passed positionally on the h
             if kind == _Z:
                 return state.ended_failure()
             if not pending or kind not in _ANSWERS:
-                return state.lost_failure("sent an unexpected reply")
+                return state.lost_failure(UNEXPECTED)
             position = pending.popleft()
             results[position] = protocol.decode_reply(view[start:stop], shown[position], state)
     finally:

@@ -19,16 +19,14 @@ docs/architecture.md, "Wire protocol".
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import msgspec
 
 from .._errors import ReplayError, ReplayMiss, SequenceExhausted
 from ..fixture import EXHAUSTED as _EXHAUSTED
 from ..fixture import Outcome
-
-if TYPE_CHECKING:
-    from .state import HandleState
+from .state import UNEXPECTED, HandleState
 
 __all__ = [
     "COMPLETE",
@@ -171,7 +169,7 @@ def decode_reply(
         return SequenceExhausted(shown)
     if kind == _Z:
         return state.end()
-    return state.lose("sent an unexpected reply")
+    return state.lose(UNEXPECTED)
 
 
 def complete_request(request_hash: str) -> bytes:

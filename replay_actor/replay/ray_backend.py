@@ -58,7 +58,7 @@ from ..fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_f
 from . import protocol
 from .acquisition import ExplainerFactory, check_timeout
 from .base import MissExplainer, ReplayHandle, Result
-from .state import HandleState, detached, fresh
+from .state import DIED, LATE, NOT_PASSED_ON, NOT_UP, UNEXPECTED, HandleState, detached, fresh
 from .sync import failed
 
 __all__ = ["CursorActor", "RayReplayProvider", "acquire"]
@@ -276,7 +276,7 @@ class RayReplayProvider(ReplayHandle):
             raise reply
         if reply == _GOODBYE:
             raise self._state.end()
-        raise self._state.lose("sent an unexpected reply")
+        raise self._state.lose(UNEXPECTED)
 
     # -- moving bytes to and from the actor -------------------------------------------
 
@@ -325,11 +325,11 @@ class RayReplayProvider(ReplayHandle):
         ray = ray_module()
         state = self._state
         if isinstance(failure, (TimeoutError, ray.exceptions.GetTimeoutError)):
-            return state.lose("did not answer in time", failure)
+            return state.lose(LATE, failure)
         if isinstance(failure, ray.exceptions.RayActorError):
             if _killed_on_release(self._actor_id, within=deadline - time.monotonic()):
                 return state.end()
-            return state.lose("died", failure)
+            return state.lose(DIED, failure)
         # Any other Ray error (a failure inside Ray itself): not chained, since its text
         # is Ray's and need not be safe to show.
         return state.lose("failed")
@@ -387,7 +387,7 @@ class RayReplayProvider(ReplayHandle):
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if self.closed:
-            raise ProviderClosed("a released provider cannot be passed on")
+            raise ProviderClosed(NOT_PASSED_ON)
         # Ray serialises the actor handle itself, registering the copy as a borrower.
         args = (self._actor, self._actor_id, self._private, self._timeout, self._explain)
         return (_rebuild, args)
@@ -501,6 +501,6 @@ def acquire(
         pass  # already gone: nothing is left to end
     if failure is not None:
         if isinstance(failure, ray.exceptions.GetTimeoutError):
-            raise ActorLost("the cursor actor did not come up in time") from failure
+            raise ActorLost(NOT_UP) from failure
         raise ActorLost("the cursor actor failed to start") from failure
     raise FixtureError(*protocol.decode_rejection(outcome))

@@ -31,9 +31,16 @@ from collections.abc import Callable
 from .._errors import ActorLost, ProviderClosed, ReplayError
 
 __all__ = [
+    "DIED",
     "ENDED",
     "GONE",
+    "LATE",
+    "LOST_EARLIER",
+    "NOT_PASSED_ON",
+    "NOT_UP",
     "RELEASED",
+    "UNEXPECTED",
+    "UNSOLICITED",
     "Failure",
     "HandleState",
     "detached",
@@ -47,6 +54,17 @@ RELEASED = "this provider was released"
 ENDED = "the acquisition was released by its acquirer"
 #: Nobody listens any more; a copy cannot tell a release from the owner's death.
 GONE = "the acquisition has ended"
+
+# Why an actor is lost: the end of ``the cursor actor (WHO) ...`` (``HandleState.lose``).
+DIED = "died"
+LATE = "did not answer in time"
+UNEXPECTED = "sent an unexpected reply"
+UNSOLICITED = "sent a reply nobody asked for"
+LOST_EARLIER = "was lost earlier"
+#: ``acquire`` (either backend): the actor never said it was ready.
+NOT_UP = "the cursor actor did not come up in time"
+#: Pickling a released handle.
+NOT_PASSED_ON = "a released provider cannot be passed on"
 
 #: Makes, per call, the error a failed connection means (never one instance shared).
 Failure = Callable[[], ReplayError]
@@ -79,7 +97,7 @@ class HandleState:
         if self.ended:
             return ProviderClosed(self.ended_reason)
         if self.broken:
-            return ActorLost(self.lost_message("was lost earlier"))
+            return ActorLost(self.lost_message(LOST_EARLIER))
         return None
 
     def error_factory(self) -> Failure:

@@ -31,7 +31,17 @@ from .._errors import ActorLost, ProviderClosed, ReplayError, RequestError
 from .._request import RequestLike, request_hash
 from . import dial, protocol
 from .pipeline import pipeline
-from .state import GONE, HandleState, detached, fresh
+from .state import (
+    DIED,
+    GONE,
+    LATE,
+    LOST_EARLIER,
+    UNEXPECTED,
+    UNSOLICITED,
+    HandleState,
+    detached,
+    fresh,
+)
 from .wire import Channel
 
 __all__ = ["SyncLink"]
@@ -131,13 +141,13 @@ class SyncLink:
                 if reply == _GOODBYE:
                     return state.end()
                 # Not a reply to this request: every later one would be off by one.
-                return state.lose("sent an unexpected reply")
+                return state.lose(UNEXPECTED)
             if _released_notice(conn):
                 slot.close()
                 return state.end()
             # Half an exchange may be in flight: the framing is unknown, never reuse it.
             slot.close()
-            reason = "did not answer in time" if isinstance(failure, BlockingIOError) else "died"
+            reason = LATE if isinstance(failure, BlockingIOError) else DIED
             return state.lose(reason, failure)
 
     def batch(self, batch: Sequence[RequestLike], *, private: bool) -> list[Result]:
@@ -160,7 +170,7 @@ class SyncLink:
                 # Only an unsolicited goodbye can wait here between exchanges.
                 error = self._unsolicited(slot, conn)
             if error is not None or conn is None:
-                return failed(batch, error or state.lose("was lost earlier"))
+                return failed(batch, error or state.lose(LOST_EARLIER))
             in_step = pipeline(
                 conn.fileno(),
                 batch,
@@ -226,7 +236,7 @@ class SyncLink:
         slot.close()
         if notice == _GOODBYE:
             return self._state.end()
-        return self._state.lose("sent a reply nobody asked for")
+        return self._state.lose(UNSOLICITED)
 
     # -- lifecycle ----------------------------------------------------------------------
 
