@@ -1,7 +1,8 @@
 """``python -m benchmarks.hotpath``: where the microseconds of one ``complete()`` go.
 
-A profile, not a target: it times each step of the hot path on its own, many times, and
-prints medians (docs/benchmarks.md, "Where a call's time goes"). The steps:
+A profile, not a target: it times each step of the hot path on its own, in interleaved
+rounds, and prints each step's best round (docs/benchmarks.md, "Where a call's time
+goes"). The steps:
 
 - caller: ``request_hash``; building the frame; the handle's own Python around the
   exchange (a whole ``complete()`` minus the hash, the socket round trip and the decode,
@@ -20,7 +21,6 @@ from __future__ import annotations
 import os
 import select
 import socket
-import statistics
 from collections.abc import Callable
 
 import msgspec
@@ -37,11 +37,12 @@ from .workload import fixture, realistic_request
 __all__ = ["main", "profile"]
 
 
-def _medians_us(sides: dict[str, Callable[[], object]], calls: int = 1000) -> dict[str, float]:
-    """Each side's median microseconds per call, over interleaved rounds (``timing``)."""
+def _best_us(sides: dict[str, Callable[[], object]], calls: int = 1000) -> dict[str, float]:
+    """Each side's microseconds per call in its best round of interleaved rounds
+    (``timing``): on a shared machine the best round is the least disturbed one."""
     batches = {name: per_call(fn, calls) for name, fn in sides.items()}
     samples = interleave(batches, reps=15, warmup=2)
-    return {name: statistics.median(times) * 1e6 for name, times in samples.items()}
+    return {name: min(times) * 1e6 for name, times in samples.items()}
 
 
 def _actor_side(
@@ -101,7 +102,7 @@ def _epoll_wait() -> tuple[Callable[[], object], Callable[[], None]]:
 
 
 def profile() -> dict[str, float]:
-    """Median microseconds of each step (see the module docstring)."""
+    """Microseconds of each step, best round (see the module docstring)."""
     req = realistic_request()
     path = str(fixture(100_000))
     provider = acquire(path, timeout=120.0)
@@ -116,7 +117,7 @@ def profile() -> dict[str, float]:
         one, bare, close_actor = _actor_side(path, request, protocol.frame(reply))
         wait, close_wait = _epoll_wait()
         try:
-            got = _medians_us(
+            got = _best_us(
                 {
                     "complete()": lambda: provider.complete(req),
                     "caller: request_hash": lambda: request_hash(req),
