@@ -29,6 +29,9 @@ from replay_actor import acquire, request_hash
 from replay_actor.replay import actor as actor_module
 from replay_actor.replay import protocol
 from replay_actor.replay.protocol import ActorConfig
+from replay_actor.replay.state import HandleState
+from replay_actor.replay.sync import SyncLink
+from replay_actor.replay.wire import Channel
 
 from .procs import RawEcho
 from .timing import interleave, per_call
@@ -115,6 +118,9 @@ def profile() -> dict[str, float]:
         reply = protocol.RESPONSE + body
         raw = RawEcho(request, protocol.frame(reply))
         one, bare, close_actor = _actor_side(path, request, protocol.frame(reply))
+        # A SyncLink whose peer is the raw echo child: the caller's link code alone.
+        echo_state = HandleState("pid 0")
+        echo_link = SyncLink(b"", 30.0, echo_state, Channel(os.dup(raw.fileno())))
         wait, close_wait = _epoll_wait()
         try:
             got = _best_us(
@@ -124,6 +130,8 @@ def profile() -> dict[str, float]:
                     "caller: frame": lambda: protocol.complete_frame(digest),
                     "caller: decode the reply": lambda: msgspec.json.decode(body),
                     "raw socketpair exchange (kernel, scheduler)": raw.round_trip,
+                    "link": lambda: provider._sync.exchange(request, protocol.COMPLETE_REPLIES),
+                    "echo link": lambda: echo_link.exchange(request, protocol.COMPLETE_REPLIES),
                     "actor loop": one,
                     "bare": bare,
                     "actor: one epoll wait, ready": wait,
@@ -132,14 +140,28 @@ def profile() -> dict[str, float]:
         finally:
             close_actor()
             close_wait()
-        steps = {k: v for k, v in got.items() if k not in ("actor loop", "bare")}
+        raw_us = got["raw socketpair exchange (kernel, scheduler)"]
+        steps = {
+            k: v for k, v in got.items() if k not in ("actor loop", "bare", "link", "echo link")
+        }
         steps["actor: its Python per request"] = got["actor loop"] - got["bare"]
+        steps["caller: SyncLink's Python (lock, channel, checks)"] = got["echo link"] - raw_us
+        # The rest of a back-to-back exchange with the real actor: its loop's own
+        # bookkeeping around the request (events, peer state) and its scheduling.
+        steps["actor: its loop around the request"] = (
+            got["link"]
+            - got["echo link"]
+            - steps["actor: its Python per request"]
+            - got["actor: one epoll wait, ready"]
+        )
     finally:
         provider.release()
         if raw is not None:
             raw.close()
     accounted = sum(v for k, v in steps.items() if k != "complete()")
-    steps["caller: the handle's own Python and the rest"] = steps["complete()"] - accounted
+    # What is left is not code: the actor sleeps while the caller hashes, and waking it
+    # (and the caller) from idle costs more than the back-to-back exchanges above.
+    steps["wake-ups after the hash (complete() - the rest)"] = steps["complete()"] - accounted
     return steps
 
 

@@ -153,6 +153,9 @@ class RawEcho:
         self._size = len(reply)
         self.round_trip()
 
+    def fileno(self) -> int:
+        return self._fd
+
     def round_trip(self) -> bytes:
         os.write(self._fd, self._request)
         got = os.read(self._fd, 65536)
