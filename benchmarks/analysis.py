@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ANALYSIS", "METHOD"]
+__all__ = ["ANALYSIS", "METHOD", "PROFILE"]
 
 METHOD: Final = """\
 - **Realistic request**: a system prompt, 20 messages of ~500 characters, 5 tools with
@@ -248,3 +248,37 @@ hash) is never diffed, so only a handful are decoded into Python objects. What r
 reading the file (~0.1 s of the total: it is read, not mapped, so a file truncated meanwhile
 cannot fault the caller), the slicing decode, and the per-entry byte comparisons.""",
 }
+
+#: Where one ``complete()`` spends its time (``python -m benchmarks.hotpath``), measured
+#: apart from the full run; rendered under its own heading in docs/benchmarks.md.
+PROFILE: Final = """\
+Measured with `python -m benchmarks.hotpath` (each step timed on its own in interleaved
+rounds of 1,000 calls; each step's best round; the realistic request and the 100k-entry
+fixture of P1), on this machine with other work running (load ~4). One `complete()`:
+
+| where | step | us |
+| --- | --- | --- |
+| caller | `request_hash` of the realistic request | 33.6 |
+| caller | building the `COMPLETE` frame (`protocol.complete_frame`) | 0.2 |
+| caller | `SyncLink`'s Python: slot, lock, state, one `write`, one `read` (a) | 3.3 |
+| caller | decoding the reply (`msgspec`, ~340 bytes) | 0.6 |
+| kernel | raw AF_UNIX exchange of the same frames (P1b's floor) | 13.1 |
+| actor | its Python per request: split, hash check, `take`, reply frame (b) | 3.8 |
+| actor | one `epoll` wait on a ready descriptor | 1.0 |
+| actor | its loop around the request: events, peer state, sleeping in `epoll` | 5.5 |
+| both | waking the actor and the caller after the hash (the rest) | 21-31 |
+| | `complete()` | 81-89 |
+
+(a) A `SyncLink` whose peer is the raw echo child, minus the raw exchange. (b) Beyond
+the bare `read` and `write`, timed on the actor's own loop code in one process.
+
+The code on both sides now costs ~14 us of a ~85 us call; before this change the
+actor spent ~3-4 us more (waiting through `selectors`' wrapper, ~2 us; a frame loop and
+a `writev` path of its own for a single reply). The largest share left is not code: while the caller hashes
+(~34 us), the actor has nothing to do and sleeps, and so does the caller while the actor
+answers; waking each from idle costs ~20-30 us here, where the floors' exchanges,
+measured back to back, never let either side go idle. Two ways to keep a side awake
+were tried and dropped: the actor polling for up to 100-300 us after each answer, and
+the caller polling for up to 50 us before it blocks in `read`. On two cores shared with
+other work both made `complete()` slower (the spinning side takes the core the other
+side needs), and an idle actor must cost nothing (P7)."""
