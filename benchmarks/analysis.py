@@ -272,13 +272,13 @@ fixture of P1), on this machine with other work running (load ~4). One `complete
 (a) A `SyncLink` whose peer is the raw echo child, minus the raw exchange. (b) Beyond
 the bare `read` and `write`, timed on the actor's own loop code in one process.
 
-The code on both sides now costs ~14 us of a ~85 us call; before this change the
-actor spent ~3-4 us more (waiting through `selectors`' wrapper, ~2 us; a frame loop and
-a `writev` path of its own for a single reply). The largest share left is not code:
-while the caller hashes (~34 us), the actor has nothing to do and sleeps, and so does the caller while the actor
-answers; waking each from idle costs ~20-30 us here, where the floors' exchanges,
-measured back to back, never let either side go idle. Two ways to keep a side awake
-were tried and dropped: the actor polling for up to 100-300 us after each answer, and
-the caller polling for up to 50 us before it blocks in `read`. On two cores shared with
-other work both made `complete()` slower (the spinning side takes the core the other
-side needs), and an idle actor must cost nothing (P7)."""
+The code on both sides now costs ~14 us of a ~85 us call; before this change the actor
+spent ~3-4 us more (waiting through `selectors`' wrapper, ~2 us; a frame loop and a
+`writev` path of its own for a single reply). The largest share left is not code: while
+the caller hashes (~34 us), the actor has nothing to do and sleeps, and so does the
+caller while the actor answers; waking each from idle costs ~20-30 us here, where the
+floors' exchanges, measured back to back, never let either side go idle. Two ways to
+keep a side awake were tried and dropped: the actor polling for up to 100-300 us after
+each answer, and the caller polling for up to 50 us before it blocks in `read`. On two
+cores shared with other work both made `complete()` slower (the spinning side takes the
+core the other side needs), and an idle actor must cost nothing (P7)."""
