@@ -111,14 +111,17 @@ METHOD: Final = """\
 ANALYSIS: Final[dict[str, str]] = {
     "P1": """\
 `complete()` is `request_hash` in the caller plus one round trip to the actor over an
-AF_UNIX stream socket (`_wire.Channel`: a 4-byte length and the payload, one write, a
-buffered read), which is what the floor is made of, so the two differ only by the
-thread's channel lookup and lock, the reply's decoding (~300 bytes) and the actor's
-dictionary lookup. A miss here is noise: on a shared 2-core machine one round of the
-echo and of `complete()` can land on different sides of another job's burst; compare
-the IQRs, and the median of per-round ratios in the "what" column (each round's
-`complete()` batch against the floor measured right next to it), which is less
-sensitive to drift than the ratio of the two medians.""",
+AF_UNIX stream socket. The floor's two parts are each timed back to back; a call is not:
+while the caller hashes (~34 us) the actor sleeps, and waking it and then the caller
+from idle costs ~20-30 us here ("Where a call's time goes"), more than all the code on
+both sides (~14 us). That wake-up, not code, is what stands between the ratio (~1.45 on
+a quiet run of this machine) and 1.25. Keeping a side awake by polling was tried and made
+it worse on two shared cores. On a busy machine one round of the echo and of
+`complete()` can also land on different sides of another job's burst: compare the IQRs,
+and the median of per-round ratios in the "what" column.""",
+    "P1b": """\
+As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
+idle, a call does (see P1 and "Where a call's time goes").""",
     "P2": """\
 The actor's table is a dict keyed by the request hash, so a lookup does not depend on
 the fixture's size; the only size effect is cache misses on a larger heap. A miss of
