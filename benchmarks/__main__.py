@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return found
 
     sections: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
-        ({"P1", "P2", "P8"}, "per-call cost and memory (P1, P2, P8)", calls_section),
+        ({"P1", "P1B", "P2", "P8"}, "per-call cost and memory (P1, P1b, P2, P8)", calls_section),
         ({"P4"}, "request hashing (P4)", lambda: calls.run_hashing(cfg)),
         ({"P3"}, "VCR.py playback (P3)", vcr_section),
         ({"P5"}, "acquire -> ready (P5)", lambda: lifecycle.run_acquire(cfg)),

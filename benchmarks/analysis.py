@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["ANALYSIS", "METHOD"]
+__all__ = ["ANALYSIS", "METHOD", "PROFILE"]
 
 METHOD: Final = """\
 - **Realistic request**: a system prompt, 20 messages of ~500 characters, 5 tools with
@@ -16,6 +16,12 @@ METHOD: Final = """\
   times a batch of `complete()` calls on each, a batch of local `request_hash` calls and
   a batch of 100-byte round trips over a `multiprocessing.Pipe` to an echo child started
   by a *spawn* context. A round's floor is its hash time plus its echo time.
+- **P1b**: the same rounds also time a batch of raw AF_UNIX socketpair exchanges with a
+  child interpreter that answers every read with one write (`RawEcho`): the request
+  frame is the very one `complete()` sends for the realistic request (76 bytes) and the
+  reply the very frame the actor sends back (~340 bytes). A round's floor is its
+  `request_hash` time plus that exchange; the target is ours / floor ≤ 2.0. Where the
+  rest of a call's time goes is profiled by `python -m benchmarks.hotpath`.
 - **P8**: the 100k actor's RSS (psutil), USS and PSS (`memory_full_info`) and its
   zygote's RSS, after 300 calls, twice: P8a in a fresh worker process that acquires only
   that fixture (its zygote caches nothing else), P8b the P1 run's actor (its zygote also
@@ -119,14 +125,17 @@ METHOD: Final = """\
 ANALYSIS: Final[dict[str, str]] = {
     "P1": """\
 `complete()` is `request_hash` in the caller plus one round trip to the actor over an
-AF_UNIX stream socket (`_wire.Channel`: a 4-byte length and the payload, one write, a
-buffered read), which is what the floor is made of, so the two differ only by the
-thread's channel lookup and lock, the reply's decoding (~300 bytes) and the actor's
-dictionary lookup. A miss here is noise: on a shared 2-core machine one round of the
-echo and of `complete()` can land on different sides of another job's burst; compare
-the IQRs, and the median of per-round ratios in the "what" column (each round's
-`complete()` batch against the floor measured right next to it), which is less
-sensitive to drift than the ratio of the two medians.""",
+AF_UNIX stream socket. The floor's two parts are each timed back to back; a call is not:
+while the caller hashes (~34 us) the actor sleeps, and waking it and then the caller
+from idle costs ~20-30 us here ("Where a call's time goes"), more than all the code on
+both sides (~14 us). That wake-up, not code, is what stands between the ratio (~1.45 on
+a quiet run of this machine) and 1.25. Keeping a side awake by polling was tried and made
+it worse on two shared cores. On a busy machine one round of the echo and of
+`complete()` can also land on different sides of another job's burst: compare the IQRs,
+and the median of per-round ratios in the "what" column.""",
+    "P1b": """\
+As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
+idle, a call does (see P1 and "Where a call's time goes").""",
     "P2": """\
 The actor's table is a dict keyed by the request hash, so a lookup does not depend on
 the fixture's size; the only size effect is cache misses on a larger heap. A miss of
@@ -280,3 +289,37 @@ hash) is never diffed, so only a handful are decoded into Python objects. What r
 reading the file (~0.1 s of the total: it is read, not mapped, so a file truncated meanwhile
 cannot fault the caller), the slicing decode, and the per-entry byte comparisons.""",
 }
+
+#: Where one ``complete()`` spends its time (``python -m benchmarks.hotpath``), measured
+#: apart from the full run; rendered under its own heading in docs/benchmarks.md.
+PROFILE: Final = """\
+Measured with `python -m benchmarks.hotpath` (each step timed on its own in interleaved
+rounds of 1,000 calls; each step's best round; the realistic request and the 100k-entry
+fixture of P1), on this machine with other work running (load ~4). One `complete()`:
+
+| where | step | us |
+| --- | --- | --- |
+| caller | `request_hash` of the realistic request | 33.6 |
+| caller | building the `COMPLETE` frame (`protocol.complete_frame`) | 0.2 |
+| caller | `SyncLink`'s Python: slot, lock, state, one `write`, one `read` (a) | 3.3 |
+| caller | decoding the reply (`msgspec`, ~340 bytes) | 0.6 |
+| kernel | raw AF_UNIX exchange of the same frames (P1b's floor) | 13.1 |
+| actor | its Python per request: split, hash check, `take`, reply frame (b) | 3.8 |
+| actor | one `epoll` wait on a ready descriptor | 1.0 |
+| actor | its loop around the request: events, peer state, sleeping in `epoll` | 5.5 |
+| both | waking the actor and the caller after the hash (the rest) | 21-31 |
+| | `complete()` | 81-89 |
+
+(a) A `SyncLink` whose peer is the raw echo child, minus the raw exchange. (b) Beyond
+the bare `read` and `write`, timed on the actor's own loop code in one process.
+
+The code on both sides now costs ~14 us of a ~85 us call; before this change the actor
+spent ~3-4 us more (waiting through `selectors`' wrapper, ~2 us; a frame loop and a
+`writev` path of its own for a single reply). The largest share left is not code: while
+the caller hashes (~34 us), the actor has nothing to do and sleeps, and so does the
+caller while the actor answers; waking each from idle costs ~20-30 us here, where the
+floors' exchanges, measured back to back, never let either side go idle. Two ways to
+keep a side awake were tried and dropped: the actor polling for up to 100-300 us after
+each answer, and the caller polling for up to 50 us before it blocks in `read`. On two
+cores shared with other work both made `complete()` slower (the spinning side takes the
+core the other side needs), and an idle actor must cost nothing (P7)."""

@@ -1,4 +1,4 @@
-"""Per-call cost: P1 (vs the floor), P2 and the size series, P4 (hashing), P8 (memory).
+"""Per-call cost: P1 and P1b (vs floors), P2 and the size series, P4 (hashing), P8 (memory).
 
 P8 reads the 100k actor's RSS twice: in a fresh worker process that acquires only that
 fixture (P8a: its zygote caches nothing else), and the P1 run's own 100k actor (P8b:
@@ -7,9 +7,11 @@ the actor shares with its zygote (copy-on-write), so USS (pages only it maps) an
 are recorded beside it, with the zygote's RSS.
 
 P1/P2/P8 share one set of acquisitions, one per fixture size, all held at once and
-measured in the same interleaved rounds as the floor's two parts (local
-``request_hash``; a bare ``multiprocessing.Pipe`` echo of 100 bytes to a spawned child).
-The floor of a round is the sum of its two parts measured in that round.
+measured in the same interleaved rounds as the floors' parts (local ``request_hash``; a
+bare ``multiprocessing.Pipe`` echo of 100 bytes to a spawned child; for P1b, a raw
+AF_UNIX socketpair exchange with a child of the very request frame ``complete()`` sends
+and the reply frame the actor sends back). The floor of a round is the sum of its parts
+measured in that round.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ import rfc8785
 
 from replay_actor import acquire, request_hash
 from replay_actor._request import canonical_request
+from replay_actor.replay import protocol
 
-from .procs import EchoPeer, baseline_rss, child_env, start_worker, stop
+from .procs import EchoPeer, RawEcho, baseline_rss, child_env, start_worker, stop
 from .timing import Config, Row, Stats, interleave, per_call
 from .workload import fixture, realistic_request
 
@@ -46,26 +49,32 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
     paths = {n: fixture(n) for n in SIZES}
     providers = {}
     echo = EchoPeer()
+    raw: RawEcho | None = None
     try:
         for n, path in paths.items():
             providers[n] = acquire(path, timeout=120.0)
+        raw = _raw_echo(req, providers[SIZES[-1]].complete(req))
         sides = {
             f"ours@{n}": per_call(lambda p=p: p.complete(req), calls)  # type: ignore[misc]
             for n, p in providers.items()
         }
         sides["request_hash"] = per_call(lambda: request_hash(req), calls)
         sides["pipe_echo"] = per_call(echo.round_trip, calls)
+        sides["raw_echo"] = per_call(raw.round_trip, calls)
         samples = interleave(sides, reps=reps, warmup=2)
         in_run = _memory(providers[SIZES[-1]].actor_pid)
     finally:
         for provider in providers.values():
             provider.release()
         echo.close()
+        if raw is not None:
+            raw.close()
     base_rss = baseline_rss(child_env())
     alone = _memory_alone(paths[SIZES[-1]], calls)
     file_bytes = paths[SIZES[-1]].stat().st_size
 
     floor = [h + e for h, e in zip(samples["request_hash"], samples["pipe_echo"], strict=True)]
+    raw_floor = [h + e for h, e in zip(samples["request_hash"], samples["raw_echo"], strict=True)]
     big = Stats.of(samples[f"ours@{SIZES[-1]}"])
     small = Stats.of(samples[f"ours@{SIZES[0]}"])
     floor_stats = Stats.of(floor)
@@ -75,6 +84,9 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
     ours_small = samples[f"ours@{SIZES[0]}"]
     paired_p1 = statistics.median(o / f for o, f in zip(ours_big, floor, strict=True))
     paired_p2 = statistics.median(b / m for b, m in zip(ours_big, ours_small, strict=True))
+    raw_stats = Stats.of(samples["raw_echo"])
+    raw_floor_stats = Stats.of(raw_floor)
+    paired_p1b = statistics.median(o / f for o, f in zip(ours_big, raw_floor, strict=True))
     rows = [
         Row(
             id="P1",
@@ -99,6 +111,25 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
                 "paired_ratio_median": paired_p1,
                 "samples_s": samples,
             },
+        ),
+        Row(
+            id="P1b",
+            what=(
+                "complete(), realistic request, 100k-entry fixture, against a raw socketpair"
+                f" exchange of the same frames (median of per-round ratios: {paired_p1b:.2f})"
+            ),
+            unit="us",
+            ours=big,
+            reference=raw_floor_stats,
+            reference_name=(
+                f"floor: request_hash {hash_stats.median * 1e6:.1f} us"
+                f" + raw socketpair echo {raw_stats.median * 1e6:.1f} us"
+            ),
+            ratio=big.median / raw_floor_stats.median,
+            ratio_means="ours / floor",
+            op="<=",
+            bound=2.0,
+            extra={"raw_echo": raw_stats, "paired_ratio_median": paired_p1b},
         ),
         Row(
             id="P2",
@@ -140,6 +171,15 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
         "reps": reps,
     }
     return rows, series
+
+
+def _raw_echo(req: dict[str, Any], response: dict[str, Any]) -> RawEcho:
+    """The P1b floor's peer: it receives the request frame ``complete(req)`` sends and
+    answers the reply frame the actor sends for it (the response's stored bytes; its
+    canonical form is what the fixture holds, so re-encoding it gives the same length)."""
+    request = protocol.frame(protocol.complete_request(request_hash(req)))
+    reply = protocol.frame(protocol.RESPONSE + msgspec.json.encode(response))
+    return RawEcho(request, reply)
 
 
 def _memory(actor_pid: int) -> dict[str, int]:

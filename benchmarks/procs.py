@@ -4,6 +4,8 @@ Each child is ours, stopped by its PID and reaped (``stop``); nothing is killed 
 
 - ``EchoPeer``: a ``multiprocessing.Pipe`` echo child started through a *spawn* context
   (a fresh interpreter, as the actor is): the floor of one request/reply round trip.
+- ``RawEcho``: a child answering on a raw AF_UNIX socketpair with fixed reply bytes: the
+  floor of one exchange of the actor's own request and reply frames (P1b).
 - ``bare_child_ready``: a no-op interpreter started exactly as ``acquire`` starts the
   actor (``subprocess.Popen``, same environment, a passed socket fd) that signals ready:
   the floor of acquire -> ready.
@@ -36,6 +38,7 @@ import replay_actor
 
 __all__ = [
     "EchoPeer",
+    "RawEcho",
     "Owner",
     "actors_alive",
     "bare_child_ready",
@@ -117,6 +120,56 @@ class EchoPeer:
             self._proc.kill()
             self._proc.join()
         self._proc.close()
+
+
+#: The raw echo child: answer every read with the given reply, one write, until EOF.
+_RAW_ECHO: Final = (
+    "import os, sys\n"
+    "fd, reply = int(sys.argv[1]), bytes.fromhex(sys.argv[2])\n"
+    "while os.read(fd, 65536):\n"
+    "    os.write(fd, reply)\n"
+)
+
+
+class RawEcho:
+    """A child interpreter answering each message on an AF_UNIX socketpair with a fixed
+    reply: the floor of one request/reply exchange of these bytes between two processes
+    (no framing logic, no event loop, one ``read`` and one ``write`` a side)."""
+
+    def __init__(self, request: bytes, reply: bytes) -> None:
+        self._request = request
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock = ours
+        self._fd = ours.fileno()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-c", _RAW_ECHO, str(theirs.fileno()), reply.hex()],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                env=child_env(),
+            )
+        finally:
+            theirs.close()
+        self._size = len(reply)
+        self.round_trip()
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def round_trip(self) -> bytes:
+        os.write(self._fd, self._request)
+        got = os.read(self._fd, 65536)
+        while len(got) < self._size:  # a reply over one read's worth: not in P1b
+            got += os.read(self._fd, 65536)
+        return got
+
+    def close(self) -> None:
+        self._sock.close()  # EOF: the child returns
+        try:
+            self._proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            pass
+        stop(self._proc)
 
 
 def stop_resource_tracker() -> None:

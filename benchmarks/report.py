@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .analysis import ANALYSIS, METHOD
+from .analysis import ANALYSIS, METHOD, PROFILE
 from .timing import Row, Stats
 
 __all__ = ["console_table", "machine", "write_docs", "write_json"]
@@ -314,6 +314,7 @@ def write_docs(
     for row in missed:
         text = ANALYSIS.get(row.id) or ANALYSIS.get(row.id[:2]) or "Not analysed yet."
         out += [f"### {row.id}", "", text, ""]
+    out += ["## Where a call's time goes", "", PROFILE, ""]
     out += ["## How each number is taken", "", METHOD, ""]
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text("\n".join(out))

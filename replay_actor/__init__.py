@@ -34,10 +34,10 @@ if TYPE_CHECKING:
         TooManyActors,
     )
     from ._interface import Provider
+    from ._replay import Supervisor, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
     from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
-    from .integrations.ray import RayReplayProvider
     from .integrations.sdk import (
         anthropic_client,
         async_anthropic_client,
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
     from .manifest import open_provider
-    from .replay.handle import ReplayProvider, acquire
-    from .replay.supervisor import Supervisor
+    from .replay.handle import ReplayProvider
+    from .replay.ray_backend import RayReplayProvider
 
 from ._version import __version__
 
@@ -82,11 +82,11 @@ _LOCATIONS: dict[str, str] = {
     "FixtureSet": "fixture._table",
     "entry_line": "fixture._format",
     "load_fixture": "fixture._parse",
-    "RayReplayProvider": "integrations.ray",
+    "RayReplayProvider": "replay.ray_backend",
     "open_provider": "manifest",
     "ReplayProvider": "replay.handle",
-    "acquire": "replay.handle",
-    "Supervisor": "replay.supervisor",
+    "acquire": "_replay",
+    "Supervisor": "_replay",
     "anthropic_client": "integrations.sdk",
     "async_anthropic_client": "integrations.sdk",
     "async_gemini_client": "integrations.sdk",

@@ -3,8 +3,8 @@
 ``open_provider(manifest)`` reads a TOML file (or takes the equivalent mapping), checks
 every key, and returns a provider with the same interface whatever the kind::
 
-    [provider] kind = "replay" -> replay.handle.acquire(...)  (cursor actor)
-                 backend = "ray" -> integrations.ray.acquire(...)  (cursor actor on Ray)
+    [provider] kind = "replay" -> replay.acquisition.acquire(...)  (cursor actor)
+                 backend = "ray" -> replay.ray_backend.acquire(...)  (cursor actor on Ray)
                kind = "live"   -> LiveProvider(adapter from [provider])
                kind = "record" -> RecordingProvider(fixture, LiveProvider(from [provider.live]))
 
@@ -247,20 +247,28 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
             )
         extra["inspection_served"] = served
     assert fixture is not None
+    # Both backends explain a miss the same way (the authoring layer's explainer).
+    from ._replay import miss_explainer
+
     if backend == "ray":
-        from .integrations.ray import acquire as acquire_on_ray
+        from .replay.ray_backend import acquire as acquire_on_ray
 
         on_ray: Provider = acquire_on_ray(
-            fixture, private=private, ceilings=Ceilings(**overrides), **extra
+            fixture,
+            private=private,
+            ceilings=Ceilings(**overrides),
+            explainers=miss_explainer,
+            **extra,
         )
         return on_ray
-    from .replay.handle import acquire
+    from .replay.acquisition import acquire
 
     provider_handle: Provider = acquire(
         fixture,
         private=private,
         ceilings=Ceilings(**overrides),
         inspection_path=inspection,
+        explainers=miss_explainer,
         **extra,
     )
     return provider_handle

@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 
-from replay_actor import ReplayMiss, entry_line, load_fixture, request_hash
+from replay_actor import ReplayMiss, acquire, entry_line, load_fixture, request_hash
 from replay_actor._request import canonical_request
 from replay_actor.cli import main
 from replay_actor.files.sidecar import SidecarWriter, sidecar_line, sidecar_path
-from replay_actor.replay.handle import acquire
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
 

@@ -125,4 +125,4 @@ def test_the_ray_module_exports_its_acquire_and_handle() -> None:
 
     assert replay_actor.ray.__all__ == ["RayReplayProvider", "acquire"]
     assert replay_actor.ray.RayReplayProvider is replay_actor.RayReplayProvider
-    assert replay_actor.ray.acquire.__module__ == "replay_actor.integrations.ray"
+    assert replay_actor.ray.acquire.__module__ == "replay_actor.ray"

@@ -35,7 +35,8 @@ from replay_actor import (
     entry_line,
     request_hash,
 )
-from replay_actor.replay.handle import _rebuild, check_timeout
+from replay_actor.replay.acquisition import check_timeout
+from replay_actor.replay.handle import _rebuild
 from replay_actor.replay.wire import set_timeouts
 from tests.procs import wait_gone
 

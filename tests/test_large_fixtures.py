@@ -216,11 +216,11 @@ def test_same_file_is_exact(tmp_path: Path) -> None:
 def fresh_zygote(monkeypatch: pytest.MonkeyPatch) -> Iterator[Zygote]:
     """A zygote of this test's own (its holders keep an unused fixture 0.5 s), and a
     check that nothing it started outlives the test."""
-    import replay_actor.replay.handle as handle_module
+    import replay_actor.replay.acquisition as acquisition_module
 
     monkeypatch.setenv(HOLD_SECONDS_ENV, "0.5")
     fresh = Zygote()
-    monkeypatch.setattr(handle_module, "zygote", fresh)
+    monkeypatch.setattr(acquisition_module, "zygote", fresh)
     yield fresh
     pid = fresh.pid
     descendants = []

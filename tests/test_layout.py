@@ -110,21 +110,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("replay", frozenset({"replay"})),
     ("providers and wire shapes", frozenset({"adapters", "record", "vendors"})),
     ("authoring", frozenset({"authoring"})),
+    ("public replay entry points", frozenset({"_replay"})),
     ("manifest", frozenset({"manifest"})),
     ("integrations", frozenset({"integrations", "frontdoor", "pydantic_ai", "ray"})),
     ("command line", frozenset({"cli", "__main__"})),
     ("the public facade", frozenset({""})),  # replay_actor/__init__.py, names resolved lazily
-)
-
-#: Known violations being removed, each by another change in flight; delete an entry
-#: when its edge is gone (``test_every_known_violation_still_exists`` then says so).
-KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # The miss explainer is to be passed into the handle instead.
-        ("replay_actor.replay.handle", "replay_actor.authoring.explain"),
-        # The Ray backend is to become a replay backend manifest.py reaches directly.
-        ("replay_actor.manifest", "replay_actor.integrations.ray"),
-    }
 )
 
 
@@ -208,16 +198,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_layers_point_one_way() -> None:
     graph = _layer_graph()
-    for module, target in KNOWN_VIOLATIONS:
-        graph.get(module, set()).discard(target)
     assert upward_imports(graph) == []
-
-
-def test_every_known_violation_still_exists() -> None:
-    # When a change removes one of these edges, its allowlist entry goes too.
-    graph = _layer_graph()
-    gone = sorted(f"{a} -> {b}" for a, b in KNOWN_VIOLATIONS if b not in graph.get(a, set()))
-    assert gone == []
 
 
 def test_the_layer_check_sees_lazy_and_facade_imports() -> None:

@@ -20,6 +20,7 @@ from replay_actor import (
     InvalidArgument,
     ManifestError,
     ReplayMiss,
+    acquire,
     entry_line,
     load_fixture,
     request_hash,
@@ -28,7 +29,6 @@ from replay_actor._request import canonical_request
 from replay_actor.authoring.coverage import coverage
 from replay_actor.files.sidecar import SidecarWriter, sidecar_path
 from replay_actor.manifest import open_provider
-from replay_actor.replay.handle import acquire
 from tests.chat_server import ChatServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]

@@ -17,11 +17,9 @@ import importlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -50,6 +48,8 @@ from replay_actor import (  # noqa: E402
     request_hash,
 )
 from replay_actor.ray import RayReplayProvider, acquire  # noqa: E402
+from tests.raycluster import Cluster, local_cluster  # noqa: E402
+from tests.test_handle_faults import _captured  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(90)]
 
@@ -78,41 +78,6 @@ def fixture_bytes() -> bytes:
 # -- the cluster --------------------------------------------------------------------------
 
 
-def _cluster_processes(temp_dir: str) -> list[psutil.Process]:
-    """Live processes of the cluster rooted at ``temp_dir`` (its path is in their
-    command lines or open files' directory: GCS, raylet, workers, agents)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        try:
-            if proc.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            if temp_dir in " ".join(proc.info["cmdline"] or []):
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
-
-
-def _new_children(me: psutil.Process, before: set[int]) -> list[psutil.Process]:
-    """Our descendants started since ``before`` that still run (workers included: they
-    are the raylet's children, and the raylet is ours)."""
-    found = []
-    for child in me.children(recursive=True):
-        try:
-            if child.pid not in before and child.status() != psutil.STATUS_ZOMBIE:
-                found.append(child)
-        except psutil.NoSuchProcess:
-            continue
-    return found
-
-
-class Cluster:
-    def __init__(self, temp_dir: str, gcs_address: str, session_dir: str) -> None:
-        self.temp_dir = temp_dir
-        self.gcs_address = gcs_address
-        self.session_dir = session_dir
-
-
 #: A custom resource only the second node has: tasks asking for it run there.
 SECOND_NODE = "replay_actor_second_node"
 
@@ -121,43 +86,10 @@ SECOND_NODE = "replay_actor_second_node"
 def cluster() -> Iterator[Cluster]:
     """Two Ray nodes on this machine (a head with 2 CPUs, a second node with 1), so a
     handle really crosses nodes; Ray's own ``cluster_utils`` starts and stops them."""
-    from ray.cluster_utils import Cluster as RayCluster
-
-    # A short path: Ray's unix sockets live under it, and their paths are length-limited.
-    temp_dir = tempfile.mkdtemp(prefix="ra-ray-", dir="/tmp")
-    me = psutil.Process()
-    before = {child.pid for child in me.children(recursive=True)}
-    nodes: Any = None
-    try:
-        nodes = RayCluster(
-            initialize_head=True,
-            shutdown_at_exit=False,
-            head_node_args={"num_cpus": 2, "include_dashboard": False, "temp_dir": temp_dir},
-        )
-        nodes.add_node(num_cpus=1, resources={SECOND_NODE: 1})
-        context = ray.init(address=nodes.address, log_to_driver=False, logging_level="ERROR")
-        names = [p.name() for p in _cluster_processes(temp_dir)]
-        # The leak check below must be able to see the cluster it checks.
-        assert names.count("raylet") == 2 and "gcs_server" in names, names
-        yield Cluster(temp_dir, nodes.address, context.address_info["session_dir"])
-    finally:
-        ray.shutdown()
-        if nodes is not None:
-            nodes.shutdown()
-        deadline = time.monotonic() + 20.0
-        left: list[psutil.Process] = []
-        while time.monotonic() < deadline:
-            left = _cluster_processes(temp_dir) + _new_children(me, before)
-            if not left:
-                break
-            time.sleep(0.1)
-        for proc in left:  # ours (started for this module), stopped by PID, then fail
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        shutil.rmtree(temp_dir, ignore_errors=True)
-        assert not left, f"Ray processes outlived the cluster: {[p.pid for p in left]}"
+    with local_cluster(
+        head_cpus=2, second_node={"num_cpus": 1, "resources": {SECOND_NODE: 1}}
+    ) as running:
+        yield running
 
 
 @pytest.fixture
@@ -625,6 +557,27 @@ def test_private_mode_keeps_hashes_out_of_errors_and_ray_logs(
         time.sleep(0.1)
     assert digest[7:] not in logs and retry[7:] not in logs
     assert "PLANTED-SECRET" not in logs
+
+
+def test_private_misses_and_exhaustion_keep_the_hash_out_of_frame_locals(
+    fixture_path: Path,
+) -> None:
+    secret = "PLANTED-SECRET-locals-3b9e"
+    digests = [request_hash(req(secret)), request_hash(req("retry"))]
+    with acquire(fixture_path, private=True, timeout=30) as llm:
+        llm.complete_many([req("retry")] * 3)  # the sequence is used up
+        reports = [
+            _captured(lambda: llm.complete(req(secret))),
+            _captured(lambda: asyncio.run(llm.acomplete(req(secret)))),
+            _captured(lambda: llm.complete(req("retry"))),
+            _captured(lambda: asyncio.run(llm.acomplete(req("retry")))),
+        ]
+    kinds = ["ReplayMiss", "ReplayMiss", "SequenceExhausted", "SequenceExhausted"]
+    for report, kind in zip(reports, kinds, strict=True):
+        assert kind in report  # the control: the error and its frames are in the report
+        assert "complete" in report
+        for digest in digests:
+            assert digest not in report and digest[7:] not in report
 
 
 # -- lifecycle: release, loss, ownership --------------------------------------------------

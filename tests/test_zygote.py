@@ -149,11 +149,11 @@ def own_zygote(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Zygo
 
     The hook file (``delay(seconds)`` writes it) makes the zygote sleep once, between
     forking an actor and replying, as a descheduled zygote would."""
-    import replay_actor.replay.handle as handle_module
+    import replay_actor.replay.acquisition as acquisition_module
 
     monkeypatch.setenv(TEST_DELAY_ENV, str(tmp_path / "delay"))
     fresh = Zygote()
-    monkeypatch.setattr(handle_module, "zygote", fresh)
+    monkeypatch.setattr(acquisition_module, "zygote", fresh)
     yield fresh
     pid = fresh.pid
     fresh.shutdown(wait=10.0)

@@ -83,7 +83,7 @@ class LiveProvider:
     def _begin(self) -> None:
         with self._lock:
             if self._closed:
-                raise ProviderClosed("the provider was released")
+                raise ProviderClosed("this provider was released")
             self._calls += 1
 
     def _failed(self) -> None:
@@ -114,14 +114,14 @@ class LiveProvider:
         """Ask the live model; raises ``RequestError``, ``LiveProviderError``,
         ``ProviderClosed``."""
         if self._closed:
-            raise ProviderClosed("the provider was released")
+            raise ProviderClosed("this provider was released")
         _, plain = prepare_request(request)
         return self.complete_plain(plain)
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """The async form of :meth:`complete`; never blocks the event loop on I/O."""
         if self._closed:
-            raise ProviderClosed("the provider was released")
+            raise ProviderClosed("this provider was released")
         _, plain = prepare_request(request)
         return await self.acomplete_plain(plain)
 

@@ -410,7 +410,7 @@ def _open(model_args: dict[str, Any]) -> Provider:
     if args:
         unknown = sorted(args)[0]
         raise ManifestError(f"unknown model arg {unknown}", key=unknown)
-    from ..replay.handle import acquire
+    from .._replay import acquire
 
     return acquire(os.fspath(fixture), **options)
 

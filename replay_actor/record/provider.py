@@ -237,7 +237,7 @@ class RecordingProvider:
                 "of the child's own on another fixture"
             )
         if self._closed:
-            raise ProviderClosed("the provider was released")
+            raise ProviderClosed("this provider was released")
 
     def _from_fixture(self, digest: _RequestHash) -> Any:
         """The fixture's answer for a held hash, ``_NOT_HELD`` otherwise."""

@@ -26,27 +26,27 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
+import threading
 import weakref
-from collections.abc import Callable
 from typing import Final
 
-from .._errors import ActorLost, ProviderClosed, ReplayError
+from .._errors import ReplayError
 from . import protocol
 from .dial import GONE, RETRY, new_socket, resource_error
-from .state import HandleState
+from .state import DIED, LATE, UNEXPECTED, UNSOLICITED, Failure, HandleState, detached, fresh
+from .state import GONE as _HAS_ENDED
 
-__all__ = ["AsyncLink"]
+__all__ = ["AsyncLink", "LoopLinks"]
 
 _READ: Final = 262144
 _GOODBYE: Final = protocol.GOODBYE
+_ANSWERS: Final = protocol.COMPLETE_REPLIES
 #: Frames buffered before a write even within one loop iteration: a write costs
 #: about as much as the actor's whole work for a frame (it wakes the actor), so a few
 #: dozen frames share one, yet the actor starts on them while we hash the rest.
 FLUSH_EVERY = 32
 _FIRST_DELAY: Final = 0.0005
 _LAST_DELAY: Final = 0.05
-
-Failure = Callable[[], ReplayError]
 
 
 class AsyncLink:
@@ -129,10 +129,6 @@ class AsyncLink:
             self._timer = loop.call_at(self._waiters[0][1], self._on_timer)
         return future
 
-    def lose(self, reason: str) -> None:
-        """Break the link and the handle (a reply the caller could not accept)."""
-        self._lose(reason, None)
-
     def close(self, failure: Failure) -> None:
         """Close from the loop's own thread: fail what is in flight with ``failure``."""
         self._fail(failure)
@@ -173,11 +169,11 @@ class AsyncLink:
     def _connect_failed(self, loop: asyncio.AbstractEventLoop, exc: OSError) -> None:
         code = exc.errno
         if code in GONE:
-            self._fail(_ended(self._state, "the acquisition has ended"))
+            self._fail(self._state.ended_failure(_HAS_ENDED))
         elif code not in RETRY:
             self.transient = True
             shortage = resource_error(exc)
-            self._fail(lambda: _copy(shortage))
+            self._fail(lambda: fresh(shortage))
         elif loop.time() >= self._connect_deadline:
             self._lose("did not accept a connection in time", exc)
         else:
@@ -195,7 +191,7 @@ class AsyncLink:
         else:
             return
         self.transient = True
-        self._fail(lambda: _copy(error))
+        self._fail(lambda: fresh(error))
 
     # -- the loop's callbacks -------------------------------------------------------------
 
@@ -241,7 +237,7 @@ class AsyncLink:
         # release by the acquirer is reported as such, not as a lost actor.
         self._on_readable()
         if self._failure is None:
-            self._lose("died", exc)
+            self._lose(DIED, exc)
 
     def _on_readable(self) -> None:
         try:
@@ -249,36 +245,31 @@ class AsyncLink:
         except BlockingIOError:
             return
         except OSError as exc:
-            self._lose("died", exc)
+            self._lose(DIED, exc)
             return
         if not data:
-            self._lose("died", EOFError("the actor closed the connection"))
+            self._lose(DIED, EOFError("the actor closed the connection"))
             return
         buf = self._in
         buf += data
-        size = len(buf)
-        view = memoryview(buf)
-        pos = 0
+        spans, rest, _ = protocol.split_frames(buf)
         waiters = self._waiters
-        try:
-            while size - pos >= 4:
-                end = pos + 4 + int.from_bytes(view[pos : pos + 4], "big")
-                if end > size:
-                    break
-                payload = view[pos + 4 : end].tobytes()
-                pos = end
-                if payload == _GOODBYE:
-                    self._fail(_ended(self._state, "the acquisition was released by its acquirer"))
-                    return
-                if not waiters:
-                    self._lose("sent a reply nobody asked for", None)
-                    return
-                future, _ = waiters.popleft()
-                if not future.done():  # a cancelled caller's reply is read and dropped
-                    future.set_result(payload)
-        finally:
-            view.release()
-        del buf[:pos]  # bytearray drops a prefix in place: no quadratic copying
+        for start, stop in spans:
+            payload = bytes(buf[start:stop])
+            if payload == _GOODBYE:
+                self._fail(self._state.ended_failure())
+                return
+            if not waiters:
+                self._lose(UNSOLICITED, None)
+                return
+            if payload[:1] not in _ANSWERS:
+                # Not a reply to a request: every later one would be off by one.
+                self._lose(UNEXPECTED, None)
+                return
+            future, _ = waiters.popleft()
+            if not future.done():  # a cancelled caller's reply is read and dropped
+                future.set_result(payload)
+        del buf[:rest]  # bytearray drops a prefix in place: no quadratic copying
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -287,17 +278,14 @@ class AsyncLink:
             return
         deadline = self._waiters[0][1]
         if loop.time() >= deadline:
-            self._lose("did not answer in time", None)
+            self._lose(LATE, None)
         else:
             self._timer = loop.call_at(deadline, self._on_timer)
 
     # -- failing --------------------------------------------------------------------------
 
     def _lose(self, reason: str, cause: BaseException | None) -> None:
-        state = self._state
-        state.lose(reason, cause)
-        message = f"the cursor actor (pid {state.actor_pid}) {reason}"
-        self._fail(lambda: ActorLost(message))
+        self._fail(self._state.lost_failure(reason, cause))
 
     def _fail(self, failure: Failure) -> None:
         if self._failure is None:
@@ -326,6 +314,64 @@ class AsyncLink:
             os.close(fd)
 
 
+class LoopLinks:
+    """A handle's ``AsyncLink`` per event loop, made on first use (or after a local
+    failure); a link whose loop has closed is freed when another is made."""
+
+    __slots__ = ("_address", "_links", "_mutex", "_state", "_timeout")
+
+    def __init__(self, address: bytes, timeout: float, state: HandleState) -> None:
+        self._address = address
+        self._timeout = timeout
+        self._state = state
+        self._links: dict[asyncio.AbstractEventLoop, AsyncLink] = {}
+        self._mutex = threading.Lock()
+
+    def get(self, loop: asyncio.AbstractEventLoop) -> AsyncLink | ReplayError:
+        """This loop's link, or the error a call would raise now (returned)."""
+        state = self._state
+        link = self._links.get(loop)
+        if link is not None and state.usable() and not (link.transient and link.dead):
+            return link
+        with self._mutex:
+            error = state.error()
+            if error is not None:
+                return error
+            link = self._links.get(loop)
+            if link is not None and not (link.transient and link.dead):
+                return link
+            for other, stale in list(self._links.items()):
+                if other.is_closed():  # its loop is gone: free the descriptor now
+                    del self._links[other]
+                    stale.close(self._state.error_factory())
+            try:
+                link = AsyncLink(loop, self._address, self._timeout, state)
+            except ReplayError as exc:
+                failure = exc
+            else:
+                self._links[loop] = link
+                return link
+        return detached(failure)
+
+    def __len__(self) -> int:
+        return len(self._links)
+
+    def close_all(self, failure: Failure) -> None:
+        """Close every link (from any thread), failing what is in flight with ``failure``."""
+        with self._mutex:
+            links = list(self._links.values())
+            self._links.clear()
+        for link in links:
+            link.close_from_anywhere(failure)
+
+    def disown(self) -> None:
+        """In a fork child: the links' sockets are the parent's."""
+        for link in self._links.values():
+            link.disown()
+        self._links = {}
+        self._mutex = threading.Lock()
+
+
 def _on(loop: asyncio.AbstractEventLoop) -> bool:
     try:
         return asyncio.get_running_loop() is loop
@@ -333,17 +379,5 @@ def _on(loop: asyncio.AbstractEventLoop) -> bool:
         return False
 
 
-def _ended(state: HandleState, reason: str) -> Failure:
-    state.end(reason)
-    reason = state.ended_reason
-    return lambda: ProviderClosed(reason)
-
-
 def _after_fork() -> ReplayError:
     return ReplayError("this connection belongs to the parent process")
-
-
-def _copy(error: ReplayError) -> ReplayError:
-    fresh = type(error)(*error.args)
-    fresh.__cause__ = error.__cause__
-    return fresh

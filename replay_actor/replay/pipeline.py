@@ -21,26 +21,16 @@ from __future__ import annotations
 import collections
 import os
 import select
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
-import msgspec
-
-from .._errors import (
-    ActorLost,
-    ProviderClosed,
-    ReplayError,
-    ReplayMiss,
-    RequestError,
-    SequenceExhausted,
-)
+from .._errors import ReplayError, RequestError
 from .._request import RequestLike, request_hash
 from . import protocol
-from .state import HandleState, detached
+from .state import DIED, LATE, UNEXPECTED, Failure, HandleState, detached
 
 __all__ = ["pipeline"]
 
-_decode: Final = msgspec.json.decode
 _READ: Final = 262144
 #: Requests hashed between two looks at the socket: enough to amortise a write and a
 #: read over many requests (each syscall costs as much as a few decodes), few enough
@@ -49,13 +39,9 @@ _CHUNK: Final = 32
 #: Requests in flight at most (bounds the actor's unread replies to this connection).
 _IN_FLIGHT: Final = 256
 _OUT_LIMIT: Final = 1 << 16
-_R: Final = protocol.RESPONSE[0]
-_M: Final = protocol.MISS[0]
-_X: Final = protocol.EXHAUSTED[0]
+_complete_frame: Final = protocol.complete_frame
 _Z: Final = protocol.GOODBYE[0]
-_C: Final = protocol.COMPLETE
-_GOODBYE: Final = object()
-_UNEXPECTED: Final = object()
+_ANSWERS: Final = frozenset(b"".join(protocol.COMPLETE_REPLIES))
 
 Result = dict[str, Any] | ReplayError
 
@@ -79,7 +65,7 @@ def pipeline(  # noqa: PLR0912, PLR0915
     buf = bytearray()
     pending: collections.deque[int] = collections.deque()
     shown: list[str | None] = [None] * count
-    failure: Callable[[], ReplayError] | None = None
+    failure: Failure | None = None
     digest: str | None = None
     index = 0
     poller = select.poll()
@@ -96,10 +82,7 @@ def pipeline(  # noqa: PLR0912, PLR0915
                     except RequestError as exc:
                         results[index] = detached(exc)
                     else:
-                        encoded = digest.encode("ascii")
-                        out += (len(encoded) + 1).to_bytes(4, "big")
-                        out += _C
-                        out += encoded
+                        out += _complete_frame(digest)
                         pending.append(index)
                         if not private:
                             shown[index] = digest
@@ -120,30 +103,25 @@ def pipeline(  # noqa: PLR0912, PLR0915
             except BlockingIOError:
                 data = b"" if broken is not None else None
             except OSError as exc:
-                failure = _lost(state, "died", exc)
+                failure = state.lost_failure(DIED, exc)
                 break
             if data is not None:
                 if not data:
                     cause = broken or EOFError("the actor closed the connection")
-                    failure = _lost(state, "died", cause)
+                    failure = state.lost_failure(DIED, cause)
                     break
-                verdict = _take(data, buf, pending, results, shown)
-                if verdict is _GOODBYE:
-                    state.end()
-                    failure = _closed
-                    break
-                if verdict is _UNEXPECTED:
-                    failure = _lost(state, "sent an unexpected reply", None)
+                failure = _take(data, buf, pending, results, shown, state)
+                if failure is not None:
                     break
                 if broken is not None:
-                    failure = _lost(state, "died", broken)
+                    failure = state.lost_failure(DIED, broken)
                     break
                 continue
             if room:
                 continue  # more to hash and send before waiting
             poller.register(fd, select.POLLIN | (select.POLLOUT if out else 0))
             if not poller.poll(wait_ms):
-                failure = _lost(state, "did not answer in time", None)
+                failure = state.lost_failure(LATE)
                 break
     finally:
         digest = None
@@ -158,49 +136,29 @@ def pipeline(  # noqa: PLR0912, PLR0915
     return False
 
 
-def _take(
+def _take(  # noqa: PLR0917 - the pipeline's state, passed positionally on the hot path
     data: bytes,
     buf: bytearray,
     pending: collections.deque[int],
     results: list[Result | None],
     shown: list[str | None],
-) -> object:
-    """Decode every whole reply in ``buf`` + ``data``; what went wrong, if anything."""
+    state: HandleState,
+) -> Failure | None:
+    """Decode every whole reply in ``buf`` + ``data``; the failure, if the actor said
+    goodbye or sent what nobody asked for."""
     buf += data
-    size = len(buf)
+    spans, rest, _ = protocol.split_frames(buf)
     view = memoryview(buf)
-    pos = 0
     try:
-        while size - pos >= 4:
-            end = pos + 4 + int.from_bytes(view[pos : pos + 4], "big")
-            if end > size:
-                break
-            kind = buf[pos + 4] if end > pos + 4 else -1
+        for start, stop in spans:
+            kind = buf[start] if stop > start else -1
             if kind == _Z:
-                return _GOODBYE
-            if not pending or kind not in (_R, _M, _X):
-                return _UNEXPECTED
+                return state.ended_failure()
+            if not pending or kind not in _ANSWERS:
+                return state.lost_failure(UNEXPECTED)
             position = pending.popleft()
-            if kind == _R:
-                results[position] = _decode(view[pos + 5 : end])
-            elif kind == _M:
-                results[position] = ReplayMiss(shown[position])
-            else:
-                results[position] = SequenceExhausted(shown[position])
-            pos = end
+            results[position] = protocol.decode_reply(view[start:stop], shown[position], state)
     finally:
         view.release()
-    del buf[:pos]
+    del buf[:rest]
     return None
-
-
-def _lost(
-    state: HandleState, reason: str, cause: BaseException | None
-) -> Callable[[], ReplayError]:
-    state.lose(reason, cause)
-    message = f"the cursor actor (pid {state.actor_pid}) {reason}"
-    return lambda: ActorLost(message)
-
-
-def _closed() -> ReplayError:
-    return ProviderClosed("the acquisition was released by its acquirer")

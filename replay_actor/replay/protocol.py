@@ -1,11 +1,19 @@
-"""The protocol between handles and the cursor actor: config, opcodes, codec. No I/O.
+"""The core of the replay path: config, opcodes, framing and reply decoding. No I/O.
 
-Runs in: the caller (handles, ``acquire``), the zygote (decodes the config) and the actor.
+Runs in: the caller (every handle and driver: ``SyncLink``, ``AsyncLink``, the batch
+pipeline, the Ray backend), the zygote (decodes the config) and the actor.
 
-Every message is one ``wire.Channel`` frame whose first byte is the opcode. On the
-bootstrap channel the acquirer's first frame is the ``ActorConfig`` (JSON) and the actor
-answers once with ``READY``, ``FIXTURE_REJECTED`` or ``FAILED``. After that, on every
-channel, each request gets exactly one reply, in order; the table is
+This module is to the drivers what h11 is to httpx: it says what bytes mean, and the
+drivers only move bytes. Every message is one frame (a 4-byte big-endian length, then
+the payload, ``frame``) whose first byte is the opcode; ``split_frames`` is the one
+place a byte stream is cut into frames (the sync channel, the event loop's link, the
+pipeline and the actor all use it), and ``decode_reply`` the one place a reply to
+``COMPLETE`` becomes the response dict or the ``ReplayError`` the caller raises (the
+lifecycle errors come from ``state.HandleState``, which owns their messages).
+
+On the bootstrap channel the acquirer's first frame is the ``ActorConfig`` (JSON) and
+the actor answers once with ``READY``, ``FIXTURE_REJECTED`` or ``FAILED``. After that,
+on every channel, each request gets exactly one reply, in order; the table is
 docs/architecture.md, "Wire protocol".
 """
 
@@ -15,8 +23,10 @@ from typing import Any, Final
 
 import msgspec
 
+from .._errors import ReplayError, ReplayMiss, SequenceExhausted
 from ..fixture import EXHAUSTED as _EXHAUSTED
 from ..fixture import Outcome
+from .state import UNEXPECTED, HandleState
 
 __all__ = [
     "COMPLETE",
@@ -34,8 +44,11 @@ __all__ = [
     "SNAPSHOT",
     "MAX_REQUEST",
     "MAX_UNREAD",
+    "COMPLETE_REPLIES",
     "ActorConfig",
+    "complete_frame",
     "complete_request",
+    "decode_reply",
     "decode_failure",
     "decode_json",
     "decode_rejection",
@@ -45,6 +58,7 @@ __all__ = [
     "json_reply",
     "outcome_reply",
     "ready",
+    "split_frames",
 ]
 
 # -- bootstrap replies (actor -> acquirer, once) ------------------------------------------
@@ -72,6 +86,13 @@ MAX_REQUEST: Final = 4096
 #: Replies a peer has not read, in bytes, beyond which that peer alone is dropped.
 MAX_UNREAD: Final = 64 * 1024 * 1024
 
+#: The replies that may answer a ``COMPLETE``; anything else breaks the connection.
+COMPLETE_REPLIES: Final = frozenset({RESPONSE, MISS, EXHAUSTED})
+_R: Final = RESPONSE[0]
+_M: Final = MISS[0]
+_X: Final = EXHAUSTED[0]
+_Z: Final = GOODBYE[0]
+
 _encode: Final = msgspec.json.Encoder().encode
 _decode: Final = msgspec.json.decode
 
@@ -94,9 +115,78 @@ def frame(payload: bytes) -> bytes:
     return len(payload).to_bytes(4, "big") + payload
 
 
+def split_frames(
+    data: bytes | bytearray, pos: int = 0, limit: int = 2**32 - 1
+) -> tuple[list[tuple[int, int]], int, bool]:
+    """Cut ``data[pos:]`` into whole frames: ``(spans, rest, too_large)``.
+
+    ``spans`` holds each whole frame's payload as ``(start, stop)`` offsets into ``data``,
+    in order; ``rest`` is where the unfinished tail begins (keep it for the next read).
+    A length prefix over ``limit`` is judged as soon as its 4 bytes are in: the split
+    stops before that frame and ``too_large`` is True (the actor drops such a peer
+    without buffering the frame).
+    """
+    end = len(data)
+    if end - pos >= 4:
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        if pos + 4 + size == end and size <= limit:  # the common case: one whole frame
+            return [(pos + 4, end)], end, False
+    spans: list[tuple[int, int]] = []
+    while end - pos >= 4:
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        if size > limit:
+            return spans, pos, True
+        stop = pos + 4 + size
+        if stop > end:
+            break
+        spans.append((pos + 4, stop))
+        pos = stop
+    return spans, pos, False
+
+
+def payload_size(header: bytes | bytearray | memoryview) -> int:
+    """The payload length a frame's 4-byte header announces."""
+    return int.from_bytes(header[:4], "big")
+
+
+def decode_reply(
+    reply: bytes | bytearray | memoryview, shown: str | None, state: HandleState
+) -> dict[str, Any] | ReplayError:
+    """What a reply to ``COMPLETE`` means for the caller: the response (a fresh dict),
+    or the ``ReplayError`` to raise, never raised here.
+
+    ``shown`` is the request hash the error may name (None in private mode). A goodbye
+    ends the handle (``ProviderClosed``); any other frame breaks it (``ActorLost``):
+    every later reply would be off by one.
+    """
+    kind = reply[0] if len(reply) else -1
+    if kind == _R:
+        response: dict[str, Any] = _decode(memoryview(reply)[1:])
+        return response
+    if kind == _M:
+        return ReplayMiss(shown)
+    if kind == _X:
+        return SequenceExhausted(shown)
+    if kind == _Z:
+        return state.end()
+    return state.lose(UNEXPECTED)
+
+
 def complete_request(request_hash: str) -> bytes:
-    """The frame asking for the next answer to ``request_hash``."""
+    """The message asking for the next answer to ``request_hash``."""
     return COMPLETE + request_hash.encode("ascii")
+
+
+#: A request hash is ``sha256:`` and 64 hex digits: every ``COMPLETE`` frame has this head.
+_COMPLETE_HEAD: Final = (1 + 71).to_bytes(4, "big") + COMPLETE
+
+
+def complete_frame(request_hash: str) -> bytes:
+    """``frame(complete_request(request_hash))``, in one step (the hot path's)."""
+    encoded = request_hash.encode("ascii")
+    if len(encoded) != 71:
+        return frame(COMPLETE + encoded)
+    return _COMPLETE_HEAD + encoded
 
 
 def outcome_reply(outcome: bytes | Outcome) -> bytes:

@@ -21,13 +21,28 @@ import os
 import selectors
 import threading
 import weakref
-from typing import Any
+from typing import Any, Protocol, Self
 
 from .._errors import ActorLost, InvalidArgument, ProviderClosed, TooManyActors
 from ..fixture import Ceilings
-from .handle import ReplayProvider, acquire, check_timeout
+from .acquisition import ExplainerFactory, acquire, check_timeout
+from .handle import ReplayProvider
 
-__all__ = ["Supervisor"]
+__all__ = ["Supervised", "Supervisor"]
+
+
+class Supervised(Protocol):
+    """What a supervisor needs of a handle, beyond the provider interface."""
+
+    def actor_exit_fd(self) -> int | None:
+        """A descriptor that turns readable when the actor exits, or None."""
+        ...
+
+    def actor_alive(self) -> bool: ...
+
+    def actor_exited(self) -> None:
+        """The actor exited: free the handle's descriptors now (later calls: ActorLost)."""
+        ...
 
 
 class _ExitWatcher:
@@ -48,7 +63,7 @@ class _ExitWatcher:
         self._thread.start()
 
     def watch(self, provider: ReplayProvider) -> None:
-        fd = provider._pidfd()
+        fd = provider.actor_exit_fd()
         if fd is None:
             return  # no pidfd here: acquire() prunes instead
         try:
@@ -120,6 +135,10 @@ class _ExitWatcher:
 class Supervisor:
     """Acquire, list and shut down many replay providers; a context manager."""
 
+    #: Builds each acquisition's miss explainer: none in the replay layer; the public
+    #: ``replay_actor.Supervisor`` binds the authoring layer's (``acquisition.acquire``).
+    explainers: ExplainerFactory | None = None
+
     def __init__(self, max_actors: int | None = None) -> None:
         if max_actors is not None and (type(max_actors) is not int or max_actors < 1):
             raise InvalidArgument("max_actors must be a positive int or None")
@@ -136,17 +155,17 @@ class Supervisor:
             gone = {id(p) for p in exited}
             self._providers = [p for p in self._providers if id(p) not in gone]
         for provider in exited:
-            provider._reap()
+            provider.actor_exited()
 
     def _live(self) -> list[ReplayProvider]:
         live = []
         for provider in self._providers:
             if provider.closed:
                 provider.release()  # closed by its acquirer's release (a no-op) or ended
-            elif _alive(provider):
+            elif provider.actor_alive():
                 live.append(provider)
             else:
-                provider._reap()  # its actor is gone: close our channels to it now
+                provider.actor_exited()  # its actor is gone: close our channels to it now
         self._providers = live
         return live
 
@@ -177,6 +196,7 @@ class Supervisor:
                 inspection_path=inspection_path,
                 timeout=timeout,
                 inspection_served=inspection_served,
+                explainers=self.explainers,
             )
             self._providers.append(provider)
             if self._watcher is None or not self._watcher.current:
@@ -215,7 +235,7 @@ class Supervisor:
         for provider in providers:
             provider.release_within(timeout)
 
-    def __enter__(self) -> Supervisor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -225,7 +245,3 @@ class Supervisor:
         watcher = getattr(self, "_watcher", None)
         if watcher is not None:
             watcher.stop()
-
-
-def _alive(provider: ReplayProvider) -> bool:
-    return provider._actor_alive()

@@ -1,6 +1,7 @@
 """``Channel``: length-prefixed messages over one connected AF_UNIX stream socket.
 
-Runs in: the caller and the actor (the frames they carry are ``protocol.py``'s).
+Runs in: the caller and the actor (the frames they carry, and how a byte stream is cut
+into them, are ``protocol.py``'s: this module only moves bytes).
 
 Each message is a 4-byte big-endian length and the payload, written with one ``write``
 (the same framing as ``multiprocessing.connection``, without importing it: the actor
@@ -23,6 +24,7 @@ import struct
 from typing import Final
 
 from .._errors import InvalidArgument
+from .protocol import frame, payload_size, split_frames
 
 __all__ = ["MAX_TIMEOUT", "MIN_TIMEOUT", "Channel", "bounded_timeout", "frame", "set_timeouts"]
 
@@ -70,11 +72,6 @@ def set_timeouts(sock: socket.socket, seconds: float) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
 
 
-def frame(payload: bytes) -> bytes:
-    """``payload`` as one frame: its 4-byte big-endian length, then the payload."""
-    return len(payload).to_bytes(4, "big") + payload
-
-
 class Channel:
     """One end of a message channel; owns its file descriptor."""
 
@@ -96,31 +93,33 @@ class Channel:
         return self._fd < 0
 
     def send(self, payload: bytes) -> None:
-        size = len(payload)
-        if size > _MAX_MESSAGE:
+        if len(payload) > _MAX_MESSAGE:
             raise ValueError("message too large for the channel")
-        data = memoryview(size.to_bytes(4, "big") + payload)
-        fd = self._fd
-        while data:
-            written = os.write(fd, data)
-            data = data[written:]
+        self.send_frame(frame(payload))
+
+    def send_frame(self, data: bytes) -> None:
+        """Write one already framed message (``protocol.frame``) whole."""
+        written = os.write(self._fd, data)
+        if written < len(data):  # a full socket buffer: rare, and never for a request
+            view = memoryview(data)[written:]
+            while view:
+                view = view[os.write(self._fd, view) :]
 
     def recv(self) -> bytes:
         buffer = self._buffer
         if not buffer:
             buffer = self._read()
             # The common case: exactly one whole message arrived in one read.
-            if len(buffer) >= 4:
-                end = 4 + int.from_bytes(buffer[:4], "big")
-                if len(buffer) == end:
-                    return buffer[4:]
+            if len(buffer) == 4 + payload_size(buffer):
+                return buffer[4:]
         while len(buffer) < 4:
             buffer += self._read()  # at most three more bytes: no growth to speak of
-        size = int.from_bytes(buffer[:4], "big")
-        end = 4 + size
-        if len(buffer) >= end:
-            self._buffer = buffer[end:]
-            return buffer[4:end]
+        spans, _, _ = split_frames(buffer)
+        if spans:
+            start, stop = spans[0]
+            self._buffer = buffer[stop:]
+            return buffer[start:stop]
+        size = payload_size(buffer)
         # A large message: read its rest straight into one buffer of its final size,
         # never by repeated concatenation (quadratic in the message's size).
         self._buffer = b""

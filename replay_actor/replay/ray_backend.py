@@ -1,4 +1,11 @@
-"""The owned cursor as a Ray actor: one acquisition shared by tasks on every node.
+"""The Ray backend: the owned cursor as a Ray actor, shared by tasks on every node.
+
+Runs in: the caller (``RayReplayProvider``, ``acquire``) and a Ray worker (``CursorActor``).
+
+A replay backend beside the local one: the same core (``protocol.py`` frames and
+``decode_reply``, ``state.HandleState`` messages), with Ray's object references as the
+driver that moves the bytes. ``manifest.py`` reaches it here; ``replay_actor.ray`` is
+its public face.
 
 ::
 
@@ -24,7 +31,7 @@ acquirer's handle marks the actor closed (every later call from any copy answers
 ``ProviderClosed``) and then kills it; a copy that finds the actor dead asks Ray's actor
 table why, so a release reads as ``ProviderClosed`` and anything else as ``ActorLost``.
 
-Ray is imported only when a Ray handle is made or used; the core never imports it.
+Ray is imported only when a Ray handle is made or used; nothing else imports it.
 """
 
 from __future__ import annotations
@@ -33,11 +40,10 @@ import asyncio
 import importlib
 import os
 import threading
+import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any, Final
-
-import msgspec
 
 from .._errors import (
     ActorLost,
@@ -45,23 +51,26 @@ from .._errors import (
     InvalidArgument,
     ProviderClosed,
     ReplayError,
-    ReplayMiss,
     RequestError,
-    SequenceExhausted,
 )
 from .._request import RequestLike, request_hash
 from ..fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_fixture
-from ..replay import protocol
-from ..replay.handle import check_timeout
+from . import protocol
+from .acquisition import ExplainerFactory, check_timeout
+from .base import MissExplainer, ReplayHandle, Result
+from .state import DIED, LATE, NOT_PASSED_ON, NOT_UP, UNEXPECTED, HandleState, detached, fresh
+from .sync import failed
 
 __all__ = ["CursorActor", "RayReplayProvider", "acquire"]
 
-_decode = msgspec.json.decode
-# The actor's result codes are the local actor's replies (``replay.protocol``), so both
-# backends speak one vocabulary; ``GOODBYE`` answers every call after the release.
-_RELEASED: Final = protocol.GOODBYE
-
-_RELEASED_MESSAGE: Final = "the acquisition was released by its acquirer"
+# The actor's answers are the local actor's frames (``protocol``), decoded by the same
+# ``protocol.decode_reply``: ``GOODBYE`` means what it means locally (the acquirer
+# released the acquisition) and answers every call after the release; ``RELEASED``
+# acknowledges the release itself.
+_GOODBYE: Final = protocol.GOODBYE
+_JSON_REPLIES: Final = frozenset({protocol.JSON})
+#: The least time given to asking Ray why an actor died, even past a call's deadline.
+_MIN_ASK: Final = 0.5
 #: How long ``release()`` waits for Ray to report the killed actor gone, at most.
 _RELEASE_WAIT: Final = 5.0
 
@@ -112,22 +121,21 @@ class CursorActor:
     def complete(self, digest: str) -> bytes:
         cursors = self._cursors
         if cursors is None:
-            return _RELEASED
+            return _GOODBYE
         return protocol.outcome_reply(cursors.take(digest))
 
     def complete_many(self, digests: list[str]) -> list[bytes]:
-        if self._cursors is None:
-            return [_RELEASED]
+        """One answer per digest, in order (every one ``GOODBYE`` after the release)."""
         return [self.complete(digest) for digest in digests]
 
     def snapshot(self) -> bytes:
         if self._cursors is None:
-            return _RELEASED
+            return _GOODBYE
         return protocol.json_reply({**self._snapshot, **self._cursors.counters()})
 
     def inspect(self) -> bytes:
         if self._cursors is None:
-            return _RELEASED
+            return _GOODBYE
         return protocol.json_reply(self._cursors.inspect())
 
     def release(self) -> bytes:
@@ -154,28 +162,39 @@ def _remote_class() -> Any:
         return _actor_class
 
 
-class RayReplayProvider:
+class RayReplayProvider(ReplayHandle):
     """A handle on one acquisition's cursor actor running on Ray. Use ``acquire()``.
 
     The interface of ``ReplayProvider``: ``complete``, ``acomplete``, ``complete_many``,
     ``snapshot``, ``inspect``, ``release``, context manager and ``closed``, with the same
-    exceptions and messages; plus ``actor_id``. It pickles into Ray tasks and actors on
-    any node; every copy shares the acquisition's cursors. Only the handle ``acquire``
-    returned ends the acquisition; ``release()`` on a copy closes that copy alone.
+    exceptions and messages (``state.HandleState`` makes them, and
+    ``protocol.decode_reply`` decodes the actor's answers, for both backends); plus
+    ``actor_id``. It pickles into Ray tasks and actors on any node; every copy shares
+    the acquisition's cursors. Only the handle ``acquire`` returned ends the
+    acquisition; ``release()`` on a copy closes that copy alone.
+
+    Every call is bounded by the handle's own deadline (``ray.wait`` with the timeout),
+    never by Ray's: with the cluster gone, a call is ``ActorLost`` within ``timeout``.
     """
 
     def __init__(
-        self, actor: Any, *, actor_id: str, private: bool, timeout: float, acquirer: bool
+        self,
+        actor: Any,
+        *,
+        actor_id: str,
+        private: bool,
+        timeout: float,
+        acquirer: bool,
+        explain: MissExplainer | None = None,
     ) -> None:
         self._actor = actor
         self._actor_id = actor_id
         self._private = private
         self._timeout = timeout
         self._acquirer = acquirer
-        self._state = threading.Lock()
-        self._closed = False  # release() was called on this handle
-        self._ended = False  # the acquisition was released by its acquirer
-        self._broken = False  # the actor died or did not answer in time
+        self._explain = explain
+        self._lock = threading.Lock()
+        self._state = HandleState(f"ray actor {actor_id}")
 
     # -- properties -------------------------------------------------------------------
 
@@ -184,194 +203,136 @@ class RayReplayProvider:
         """The Ray actor id of this acquisition's cursor actor (hex)."""
         return self._actor_id
 
-    @property
-    def closed(self) -> bool:
-        """True once ``release()`` was called on this handle (or the acquisition ended)."""
-        return self._closed or self._ended
+    # -- how one request travels (the calls themselves are ``base.ReplayHandle``'s) ----
 
-    @property
-    def private(self) -> bool:
-        """True when hashes are kept out of public diagnostics."""
-        return self._private
-
-    @property
-    def _who(self) -> str:
-        return f"ray actor {self._actor_id}"
-
-    # -- calls ------------------------------------------------------------------------
-
-    def complete(self, request: RequestLike) -> dict[str, Any]:
-        """Answer ``request`` from the fixture: a fresh response dict.
-
-        Raises ``ReplayMiss``, ``SequenceExhausted``, ``RequestError``,
-        ``ProviderClosed`` or ``ActorLost``; never falls back to anything.
-        """
-        self._usable()  # a closed handle says so before judging the request
+    def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
+        # The one frame that holds the hash; it returns (never raises) what went wrong.
         digest = request_hash(request)
-        reply = self._get(self._submit("complete", digest))
-        return self._answer(reply, digest)
+        shown = None if self._private else digest
+        return self._call("complete", digest), shown
 
-    async def acomplete(self, request: RequestLike) -> dict[str, Any]:
-        """``complete`` for asyncio: awaits Ray's object reference on the event loop."""
-        self._usable()
+    def _send(self, request: RequestLike) -> tuple[Any, str | None]:
+        # As ``_ask``: the hash lives only in this frame, which never raises a ReplayError.
         digest = request_hash(request)
-        ref = self._submit("complete", digest)
+        return self._submit("complete", digest), None if self._private else digest
+
+    async def _receive(self, pending: Any) -> bytes | ReplayError:
+        # Awaits Ray's object reference on the event loop, by our own deadline.
+        deadline = time.monotonic() + self._timeout
         failure: BaseException | None = None
         try:
-            reply: bytes = await asyncio.wait_for(_awaitable(ref), self._timeout)
+            reply: bytes = await asyncio.wait_for(_awaitable(pending), self._timeout)
         except TimeoutError as exc:
             failure = exc
         except ray_module().exceptions.RayError as exc:
             failure = exc
         if failure is not None:
-            raise self._error(failure)
-        return self._answer(reply, digest)
+            return self._error(failure, deadline)
+        return reply
 
-    def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
-        """Answer a batch in one round trip to the actor, in order.
-
-        Each result is the response dict, or the ``ReplayError`` that ``complete`` would
-        have raised for that request (``ReplayMiss``, ``SequenceExhausted``,
-        ``RequestError``). A closed handle or a lost actor fails the whole batch.
-        """
-        self._usable()
-        results: list[dict[str, Any] | ReplayError | None] = []
+    def _batch(self, batch: Sequence[RequestLike]) -> list[Result]:
+        # One round trip to the actor for the whole batch, answered in order.
+        error = self._state.error()
+        if error is not None:
+            return failed(batch, error)
+        results: list[Result | None] = [None] * len(batch)
+        sent: list[int] = []
         digests: list[str] = []
-        for request in requests:
-            invalid: RequestError | None = None
+        for i, request in enumerate(batch):
             try:
                 digests.append(request_hash(request))
             except RequestError as exc:
-                invalid = exc
-            # Keep the error, not the frames holding the request it was judging.
-            results.append(None if invalid is None else invalid.with_traceback(None))
-        if not digests:
-            return [r for r in results if r is not None]
-        replies: list[bytes] = self._get(self._submit("complete_many", digests))
-        if replies == [_RELEASED]:
-            self._ended = True
-            raise ProviderClosed(_RELEASED_MESSAGE)
-        answers = iter(zip(replies, digests, strict=True))
-        out: list[dict[str, Any] | ReplayError] = []
-        for result in results:
-            if result is not None:
-                out.append(result)
-                continue
-            reply, digest = next(answers)
-            out.append(self._outcome(reply, digest))
-        return out
+                results[i] = detached(exc)  # the error, not the frames judging it
+            else:
+                sent.append(i)
+        if digests:
+            replies = self._call("complete_many", digests)
+            for n, i in enumerate(sent):
+                if isinstance(replies, ReplayError):
+                    results[i] = fresh(replies)
+                else:
+                    shown = None if self._private else digests[n]
+                    results[i] = protocol.decode_reply(replies[n], shown, self._state)
+        return results  # type: ignore[return-value]  # every element is filled
 
     def snapshot(self) -> dict[str, Any]:
         """The fixture's safe snapshot plus ``served``, ``misses`` and ``exhausted``."""
-        result: dict[str, Any] = self._json(self._get(self._submit("snapshot")))
+        result: dict[str, Any] = self._json("snapshot")
         result["kind"] = "replay"
         result["backend"] = "ray"
         return result
 
     def inspect(self) -> dict[str, Any]:
         """Owner-only diagnostics: the hashes of misses and exhausted sequences."""
-        result: dict[str, Any] = self._json(self._get(self._submit("inspect")))
+        result: dict[str, Any] = self._json("inspect")
         return result
 
-    # -- the caller's side of a result code -------------------------------------------
-
-    def _outcome(self, reply: bytes, digest: str) -> dict[str, Any] | ReplayError:
-        kind = reply[:1]
-        if kind == protocol.RESPONSE:
-            response: dict[str, Any] = _decode(memoryview(reply)[1:])
-            return response
-        shown = None if self._private else digest
-        if kind == protocol.MISS:
-            return ReplayMiss(shown)
-        if kind == protocol.EXHAUSTED:
-            return SequenceExhausted(shown)
-        if kind == _RELEASED:
-            self._ended = True
-            return ProviderClosed(_RELEASED_MESSAGE)
-        self._broken = True
-        return ActorLost("the cursor actor sent an unexpected reply")
-
-    def _answer(self, reply: bytes, digest: str) -> dict[str, Any]:
-        outcome = self._outcome(reply, digest)
-        if isinstance(outcome, ReplayError):
-            raise outcome  # built here, outside any except block: nothing chained
-        return outcome
-
-    def _json(self, reply: bytes) -> Any:
-        if reply[:1] == protocol.JSON:
+    def _json(self, method: str) -> Any:
+        self._state.check()
+        reply = self._call(method)
+        if isinstance(reply, bytes) and reply[:1] in _JSON_REPLIES:
             return protocol.decode_json(reply)
-        if reply == _RELEASED:
-            self._ended = True
-            raise ProviderClosed(_RELEASED_MESSAGE)
-        self._broken = True
-        raise ActorLost("the cursor actor sent an unexpected reply")
+        if isinstance(reply, ReplayError):
+            raise reply
+        if reply == _GOODBYE:
+            raise self._state.end()
+        raise self._state.lose(UNEXPECTED)
 
-    # -- talking to the actor ---------------------------------------------------------
+    # -- moving bytes to and from the actor -------------------------------------------
 
-    def _usable(self) -> Any:
-        """The actor handle, once the handle is known to be usable."""
-        if self._closed:
-            raise ProviderClosed("this provider was released")
-        if self._ended:
-            raise ProviderClosed(_RELEASED_MESSAGE)
-        if self._broken:
-            raise ActorLost(f"the cursor actor ({self._who}) was lost earlier")
-        return self._actor
+    def _call(self, method: str, *args: Any) -> Any:
+        """One call to the actor and its answer, bounded by the handle's own deadline;
+        the ``ReplayError`` is returned, never raised."""
+        deadline = time.monotonic() + self._timeout
+        ref = self._submit(method, *args)
+        if isinstance(ref, ReplayError):
+            return ref
+        ray = ray_module()
+        failure: BaseException
+        try:
+            # Our own deadline: the reference's future is completed by a callback from
+            # Ray, and we wait on it ourselves. ``ray.get`` and ``ray.wait`` both stay
+            # blocked past their timeouts while Ray retries a cluster that is gone.
+            return ref.future().result(timeout=self._timeout)
+        except TimeoutError as exc:  # concurrent.futures' timeout is this one
+            failure = exc
+        except ray.exceptions.RayError as exc:
+            failure = exc
+        return self._error(failure, deadline)
 
     def _submit(self, method: str, *args: Any) -> Any:
-        """Send one call to the actor: its object reference."""
-        actor = self._usable()
+        """Send one call to the actor: its object reference, or the error (returned)."""
+        state = self._state
+        error = state.error()
+        if error is not None:
+            return error
         ray = ray_module()
         # Never let a call start a Ray instance of its own (Ray would, after
         # ``ray.shutdown()``): the acquisition belonged to the cluster that is gone.
         if not ray.is_initialized():
-            self._broken = True
-            raise ActorLost(
-                f"the cursor actor ({self._who}) is out of reach: Ray is not running here"
-            )
+            return state.lose("is out of reach: Ray is not running here")
         failure: BaseException | None = None
         try:
-            return getattr(actor, method).remote(*args)
+            return getattr(self._actor, method).remote(*args)
         except Exception as exc:  # Ray reports a failed submission as a bare Exception
             failure = exc
-        self._broken = True
-        lost = ActorLost(f"the cursor actor ({self._who}) cannot be reached")
-        lost.__cause__ = failure
-        raise lost
+        return state.lose("cannot be reached", failure)
 
-    def _get(self, ref: Any) -> Any:
-        """``ray.get`` bounded by the handle's timeout; Ray's failures become ours."""
-        ray = ray_module()
-        failure: BaseException | None = None
-        try:
-            value = ray.get(ref, timeout=self._timeout)
-        except ray.exceptions.RayError as exc:  # GetTimeoutError included
-            failure = exc
-        else:
-            return value
-        raise self._error(failure)
-
-    def _error(self, failure: BaseException) -> ReplayError:
+    def _error(self, failure: BaseException, deadline: float) -> ReplayError:
         """``ProviderClosed`` or ``ActorLost`` for a call that failed with ``failure``;
-        marks the handle ended or broken accordingly."""
+        marks the handle ended or broken accordingly. Asking Ray why the actor died is
+        bounded by the call's ``deadline`` (``time.monotonic``), as the call was."""
         ray = ray_module()
-        lost: ReplayError
+        state = self._state
         if isinstance(failure, (TimeoutError, ray.exceptions.GetTimeoutError)):
-            self._broken = True
-            lost = ActorLost(f"the cursor actor ({self._who}) did not answer in time")
-            lost.__cause__ = failure
-            return lost
-        if isinstance(failure, ray.exceptions.RayActorError) and _killed_on_release(self._actor_id):
-            self._ended = True
-            return ProviderClosed(_RELEASED_MESSAGE)
-        self._broken = True
+            return state.lose(LATE, failure)
         if isinstance(failure, ray.exceptions.RayActorError):
-            lost = ActorLost(f"the cursor actor ({self._who}) died")
-            lost.__cause__ = failure
-            return lost
+            if _killed_on_release(self._actor_id, within=deadline - time.monotonic()):
+                return state.end()
+            return state.lose(DIED, failure)
         # Any other Ray error (a failure inside Ray itself): not chained, since its text
         # is Ray's and need not be safe to show.
-        return ActorLost(f"the cursor actor ({self._who}) failed")
+        return state.lose("failed")
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -382,17 +343,18 @@ class RayReplayProvider:
         (every copy's next call raises ``ProviderClosed``), kills it, and waits (bounded)
         until Ray reports it gone.
         """
-        with self._state:
-            if self._closed:
+        state = self._state
+        with self._lock:
+            if state.closed:
                 return
-            self._closed = True
+            state.closed = True
             actor, self._actor = self._actor, None
         if not self._acquirer or actor is None:
             return
         ray = ray_module()
         if not ray.is_initialized():
             return  # this process left the cluster, and Ray ended its actors with it
-        if not (self._ended or self._broken):
+        if not (state.ended or state.broken):
             try:
                 ray.get(actor.release.remote(), timeout=min(self._timeout, _RELEASE_WAIT))
             except Exception:
@@ -405,16 +367,10 @@ class RayReplayProvider:
         except Exception:
             pass  # release never raises: whatever Ray reports, the actor is not ours now
 
-    def __enter__(self) -> RayReplayProvider:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.release()
-
     def __del__(self) -> None:
         # Ray ends the actor once no handle refers to it; say that it was not released,
         # as an unclosed file does.
-        if getattr(self, "_acquirer", False) and not self._closed:
+        if getattr(self, "_acquirer", False) and not self._state.closed:
             warnings.warn(
                 f"unreleased RayReplayProvider for ray actor {self._actor_id}",
                 ResourceWarning,
@@ -423,7 +379,7 @@ class RayReplayProvider:
             )
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else "broken" if self._broken else "open"
+        state = "closed" if self.closed else "broken" if self._state.broken else "open"
         role = "acquirer" if self._acquirer else "copy"
         return f"<RayReplayProvider {state} {role} ray actor={self._actor_id}>"
 
@@ -431,14 +387,21 @@ class RayReplayProvider:
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if self.closed:
-            raise ProviderClosed("a released provider cannot be passed on")
+            raise ProviderClosed(NOT_PASSED_ON)
         # Ray serialises the actor handle itself, registering the copy as a borrower.
-        return (_rebuild, (self._actor, self._actor_id, self._private, self._timeout))
+        args = (self._actor, self._actor_id, self._private, self._timeout, self._explain)
+        return (_rebuild, args)
 
 
-def _rebuild(actor: Any, actor_id: str, private: bool, timeout: float) -> RayReplayProvider:
+def _rebuild(
+    actor: Any,
+    actor_id: str,
+    private: bool,
+    timeout: float,
+    explain: MissExplainer | None = None,
+) -> RayReplayProvider:
     return RayReplayProvider(
-        actor, actor_id=actor_id, private=private, timeout=timeout, acquirer=False
+        actor, actor_id=actor_id, private=private, timeout=timeout, acquirer=False, explain=explain
     )
 
 
@@ -446,21 +409,31 @@ async def _awaitable(ref: Any) -> Any:
     return await ref
 
 
-def _killed_on_release(actor_id: str) -> bool:
+def _killed_on_release(actor_id: str, *, within: float) -> bool:
     """Whether Ray's actor table says the actor was ended by ``ray.kill`` (the release).
 
     Read from the GCS actor table, which needs no dashboard; any doubt reads as "no",
-    so a failure to ask is reported as a lost actor, never as a clean release.
+    so a failure to ask is reported as a lost actor, never as a clean release. Asked on
+    a thread of its own and waited for at most ``within`` seconds (a small floor): with
+    the GCS gone, Ray's own query blocks for a minute and more.
     """
-    try:
-        state = importlib.import_module("ray._private.state")
-        protocol = importlib.import_module("ray.core.generated.common_pb2")
-        info = state.actors(actor_id)
-        context = info["DeathCause"].actor_died_error_context
-        killed = protocol.ActorDiedErrorContext.RAY_KILL
-        return bool(info["State"] == "DEAD" and context.reason == killed)
-    except Exception:
-        return False
+    answer: list[bool] = []
+
+    def ask() -> None:
+        try:
+            state = importlib.import_module("ray._private.state")
+            protocol = importlib.import_module("ray.core.generated.common_pb2")
+            info = state.actors(actor_id)
+            context = info["DeathCause"].actor_died_error_context
+            killed = protocol.ActorDiedErrorContext.RAY_KILL
+            answer.append(bool(info["State"] == "DEAD" and context.reason == killed))
+        except Exception:
+            answer.append(False)
+
+    asker = threading.Thread(target=ask, name="replay-actor-ray-why", daemon=True)
+    asker.start()
+    asker.join(max(within, _MIN_ASK))
+    return bool(answer and answer[0])
 
 
 def acquire(
@@ -470,12 +443,14 @@ def acquire(
     ceilings: Ceilings | None = None,
     timeout: float = 30.0,
     fixture_bytes: bytes | None = None,
+    explainers: ExplainerFactory | None = None,
 ) -> RayReplayProvider:
     """Start this acquisition's cursor actor on Ray and wait until it loaded the fixture.
 
     The actor runs on this process's node. ``fixture`` is a path read there (resolved
     against this process's working directory); or pass the file's content as
-    ``fixture_bytes`` instead. Raises
+    ``fixture_bytes`` instead. ``explainers`` makes the handle's miss explainer (see
+    ``acquisition.ExplainerFactory``; only a fixture path can be explained). Raises
     ``FixtureError`` (reason and line only) if the fixture is rejected, ``ActorLost`` if
     the actor does not come up within ``timeout``, ``ReplayError`` without Ray or before
     ``ray.init()``: it uses the Ray cluster this process is connected to.
@@ -518,6 +493,7 @@ def acquire(
             private=bool(private),
             timeout=timeout,
             acquirer=True,
+            explain=None if explainers is None or path is None else explainers(path, None, private),
         )
     try:
         ray.kill(actor, no_restart=True)
@@ -525,6 +501,6 @@ def acquire(
         pass  # already gone: nothing is left to end
     if failure is not None:
         if isinstance(failure, ray.exceptions.GetTimeoutError):
-            raise ActorLost("the cursor actor did not come up in time") from failure
+            raise ActorLost(NOT_UP) from failure
         raise ActorLost("the cursor actor failed to start") from failure
     raise FixtureError(*protocol.decode_rejection(outcome))

@@ -1,0 +1,175 @@
+"""``python -m benchmarks.hotpath``: where the microseconds of one ``complete()`` go.
+
+A profile, not a target: it times each step of the hot path on its own, in interleaved
+rounds, and prints each step's best round (docs/benchmarks.md, "Where a call's time
+goes"). The steps:
+
+- caller: ``request_hash``; building the frame; the handle's own Python around the
+  exchange (a whole ``complete()`` minus the hash, the socket round trip and the decode,
+  as measured in the same run); decoding the reply.
+- actor: its Python per request (reading the frame, the hash check, the cursor, building
+  and writing the reply), timed in this process on the actor's own loop code with a
+  socketpair; and one ``epoll`` wait on a ready descriptor.
+- the kernel and the scheduler: a raw AF_UNIX socketpair exchange of the same frames
+  with a child that only reads and writes (P1b's floor).
+
+The realistic request and the 100k-entry fixture are P1's (``workload.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+from collections.abc import Callable
+
+import msgspec
+
+from replay_actor import acquire, request_hash
+from replay_actor.replay import actor as actor_module
+from replay_actor.replay import protocol
+from replay_actor.replay.protocol import ActorConfig
+from replay_actor.replay.state import HandleState
+from replay_actor.replay.sync import SyncLink
+from replay_actor.replay.wire import Channel
+
+from .procs import RawEcho
+from .timing import interleave, per_call
+from .workload import fixture, realistic_request
+
+__all__ = ["main", "profile"]
+
+
+def _best_us(sides: dict[str, Callable[[], object]], calls: int = 1000) -> dict[str, float]:
+    """Each side's microseconds per call in its best round of interleaved rounds
+    (``timing``): on a shared machine the best round is the least disturbed one."""
+    batches = {name: per_call(fn, calls) for name, fn in sides.items()}
+    samples = interleave(batches, reps=15, warmup=2)
+    return {name: min(times) * 1e6 for name, times in samples.items()}
+
+
+def _actor_side(
+    path: str, request: bytes, reply: bytes
+) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """The actor's Python per request beyond one read and one write: its loop's read,
+    answer and write, run in this process on a socketpair (``one``), against the bare
+    syscalls (``bare``); and how to close it."""
+    config = ActorConfig(
+        fixture=path,
+        owner_pid=os.getpid(),
+        owner_create_time=0.0,
+        private=False,
+        ceilings={},
+        inspection_path=None,
+    )
+    actor = actor_module.Actor(config)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener, _ = actor_module._listen()
+    watch = actor_module._OwnerWatch(os.getpid(), 0.0, "poll")
+    loop = actor_module._Loop(actor, theirs.detach(), listener, watch)
+    peer = loop.primary
+    fd = ours.fileno()
+
+    def one() -> None:
+        os.write(fd, request)  # the caller's write, not the actor's: subtracted below
+        loop._readable(peer)
+        loop._pump(peer)
+        os.read(fd, 65536)  # the caller's read, likewise
+
+    def bare() -> None:
+        os.write(fd, request)
+        os.read(peer.fd, 65536)  # the actor's read and write, with nothing in between
+        os.write(peer.fd, reply)
+        os.read(fd, 65536)
+
+    def close() -> None:
+        loop.close()
+        listener.close()
+        ours.close()
+
+    return one, bare, close
+
+
+def _epoll_wait() -> tuple[Callable[[], object], Callable[[], None]]:
+    poller = select.epoll()
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    a.send(b"x")
+    poller.register(b.fileno(), select.EPOLLIN)
+
+    def close() -> None:
+        poller.close()
+        a.close()
+        b.close()
+
+    return (lambda: poller.poll(-1)), close
+
+
+def profile() -> dict[str, float]:
+    """Microseconds of each step, best round (see the module docstring)."""
+    req = realistic_request()
+    path = str(fixture(100_000))
+    provider = acquire(path, timeout=120.0)
+    raw: RawEcho | None = None
+    try:
+        response = provider.complete(req)
+        digest = request_hash(req)
+        request = protocol.complete_frame(digest)
+        body = msgspec.json.encode(response)
+        reply = protocol.RESPONSE + body
+        raw = RawEcho(request, protocol.frame(reply))
+        one, bare, close_actor = _actor_side(path, request, protocol.frame(reply))
+        # A SyncLink whose peer is the raw echo child: the caller's link code alone.
+        echo_state = HandleState("pid 0")
+        echo_link = SyncLink(b"", 30.0, echo_state, Channel(os.dup(raw.fileno())))
+        wait, close_wait = _epoll_wait()
+        try:
+            got = _best_us(
+                {
+                    "complete()": lambda: provider.complete(req),
+                    "caller: request_hash": lambda: request_hash(req),
+                    "caller: frame": lambda: protocol.complete_frame(digest),
+                    "caller: decode the reply": lambda: msgspec.json.decode(body),
+                    "raw socketpair exchange (kernel, scheduler)": raw.round_trip,
+                    "link": lambda: provider._sync.exchange(request, protocol.COMPLETE_REPLIES),
+                    "echo link": lambda: echo_link.exchange(request, protocol.COMPLETE_REPLIES),
+                    "actor loop": one,
+                    "bare": bare,
+                    "actor: one epoll wait, ready": wait,
+                }
+            )
+        finally:
+            close_actor()
+            close_wait()
+        raw_us = got["raw socketpair exchange (kernel, scheduler)"]
+        steps = {
+            k: v for k, v in got.items() if k not in ("actor loop", "bare", "link", "echo link")
+        }
+        steps["actor: its Python per request"] = got["actor loop"] - got["bare"]
+        steps["caller: SyncLink's Python (lock, channel, checks)"] = got["echo link"] - raw_us
+        # The rest of a back-to-back exchange with the real actor: its loop's own
+        # bookkeeping around the request (events, peer state) and its scheduling.
+        steps["actor: its loop around the request"] = (
+            got["link"]
+            - got["echo link"]
+            - steps["actor: its Python per request"]
+            - got["actor: one epoll wait, ready"]
+        )
+    finally:
+        provider.release()
+        if raw is not None:
+            raw.close()
+    accounted = sum(v for k, v in steps.items() if k != "complete()")
+    # What is left is not code: the actor sleeps while the caller hashes, and waking it
+    # (and the caller) from idle costs more than the back-to-back exchanges above.
+    steps["wake-ups after the hash (complete() - the rest)"] = steps["complete()"] - accounted
+    return steps
+
+
+def main() -> None:
+    steps = profile()
+    for name, value in steps.items():
+        print(f"{value:8.1f} us  {name}")
+
+
+if __name__ == "__main__":
+    main()

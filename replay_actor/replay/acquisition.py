@@ -1,0 +1,164 @@
+"""``acquire``: spawn one acquisition's cursor actor and return the handle on it.
+
+Runs in: the caller (the acquirer). The actor is forked by the zygote (``zygote.py``).
+
+This is the replay layer's ``acquire``: it knows nothing of the fixture's request
+sidecar. A caller in a higher layer that can explain a miss passes ``explainers`` (the
+public ``replay_actor.acquire`` binds the authoring layer's); without one a miss is a
+plain ``ReplayMiss``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import Final
+
+from .._errors import (
+    ActorLost,
+    FixtureError,
+    InspectionPathError,
+    InvalidArgument,
+    OwnerNotAlive,
+    ReplayError,
+)
+from ..fixture import DEFAULT_CEILINGS, Ceilings
+from . import dial, protocol
+from .base import MissExplainer
+from .handle import ReplayProvider
+from .procs import ProcessHandle, identity
+from .protocol import ActorConfig
+from .state import NOT_UP
+from .wire import Channel, bounded_timeout, set_timeouts
+from .zygote import zygote
+
+__all__ = ["ExplainerFactory", "acquire", "check_timeout"]
+
+#: ``explainers(fixture, inspection_path, private)``: the miss explainer of an acquisition
+#: of ``fixture`` (absolute paths), or None when a miss has nothing to explain it with.
+ExplainerFactory = Callable[[str, str | None, bool], MissExplainer | None]
+
+#: A failed bootstrap's kind -> the error the caller can catch.
+_FAILURES: Final[dict[str, type[ReplayError]]] = {
+    "owner": OwnerNotAlive,
+    "inspection": InspectionPathError,
+}
+_OWNER_WATCH_ENV: Final = "REPLAY_ACTOR_OWNER_WATCH"
+
+
+def check_timeout(timeout: float) -> float:
+    """``timeout`` as a float if it is a positive finite number of seconds.
+
+    Raises ``InvalidArgument`` otherwise (``inf`` and ``nan`` included: no call may
+    block forever). A value under a microsecond is rounded up to one, never down to
+    "no timeout"; one over ``wire.MAX_TIMEOUT`` (about 11.6 days) is capped there.
+    """
+    return bounded_timeout(timeout)
+
+
+def acquire(
+    fixture: str | os.PathLike[str],
+    *,
+    owner_pid: int | None = None,
+    private: bool = False,
+    ceilings: Ceilings | None = None,
+    inspection_path: str | os.PathLike[str] | None = None,
+    timeout: float = 30.0,
+    inspection_served: bool = False,
+    explainers: ExplainerFactory | None = None,
+) -> ReplayProvider:
+    """Spawn this acquisition's cursor actor, wait until it has loaded ``fixture``.
+
+    ``inspection_served``: also log each hit to the inspection record (for
+    ``replay-actor coverage``); it needs ``inspection_path``. ``explainers``: makes
+    the handle's miss explainer (see ``ExplainerFactory``).
+
+    Raises ``FixtureError`` (reason and line only) if the fixture is rejected,
+    ``ReplayError`` if the owner is not alive or this process lacks a resource (no file
+    descriptor to spare), ``ActorLost`` if the actor does not come up within
+    ``timeout``. Leaves no process and no descriptor behind on failure.
+    """
+    timeout = check_timeout(timeout)
+    if inspection_served and inspection_path is None:
+        raise InvalidArgument("inspection_served=True needs an inspection_path to log to")
+    try:
+        config = _config(fixture, owner_pid, private, ceilings, inspection_path, inspection_served)
+        explain = None
+        if explainers is not None:
+            explain = explainers(config.fixture, config.inspection_path, config.private)
+        return _spawn(config, timeout, explain)
+    except OSError as exc:
+        failure = dial.resource_error(exc)
+    raise failure
+
+
+def _config(  # noqa: PLR0917 - acquire's arguments, checked
+    fixture: str | os.PathLike[str],
+    owner_pid: int | None,
+    private: bool,
+    ceilings: Ceilings | None,
+    inspection_path: str | os.PathLike[str] | None,
+    inspection_served: bool,
+) -> ActorConfig:
+    owner = os.getpid() if owner_pid is None else owner_pid
+    create_time = identity(owner)
+    if create_time is None:
+        raise OwnerNotAlive(f"the owner process {owner} is not alive")
+    return ActorConfig(
+        fixture=os.path.abspath(os.fspath(fixture)),
+        owner_pid=owner,
+        owner_create_time=create_time,
+        private=bool(private),
+        ceilings=(DEFAULT_CEILINGS if ceilings is None else ceilings).as_dict(),
+        inspection_path=None if inspection_path is None else os.path.abspath(inspection_path),
+        owner_watch=os.environ.get(_OWNER_WATCH_ENV, "pidfd"),
+        inspection_served=bool(inspection_served),
+    )
+
+
+def _spawn(config: ActorConfig, timeout: float, explain: MissExplainer | None) -> ReplayProvider:
+    deadline = time.monotonic() + timeout  # ``timeout`` bounds the whole acquire
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        try:
+            actor_pid = zygote.spawn(config, theirs, timeout)
+        finally:
+            theirs.close()  # the actor's end lives only in the actor: its death is EOF
+    except BaseException:
+        ours.close()
+        raise
+    process = ProcessHandle(actor_pid)
+    conn: Channel | None = None
+    outcome: bytes | None = None
+    try:
+        set_timeouts(ours, max(deadline - time.monotonic(), 0.001))
+        conn = Channel.from_socket(ours)
+        outcome = conn.recv()
+    except (EOFError, OSError):
+        outcome = None
+    if outcome is not None and conn is not None and outcome.startswith(protocol.READY):
+        return ReplayProvider(
+            conn=conn,
+            address=outcome[len(protocol.READY) :],
+            actor_pid=actor_pid,
+            owner_pid=config.owner_pid,
+            private=config.private,
+            timeout=timeout,
+            acquirer=process,
+            explain=explain,
+        )
+    if conn is not None:
+        conn.close()
+    else:
+        ours.close()
+    if outcome is None:
+        process.kill()  # silent or dead: the actor started for us, stopped by its pidfd
+        process.close()
+        raise ActorLost(NOT_UP)
+    process.finish(timeout)
+    if outcome.startswith(protocol.FIXTURE_REJECTED):
+        raise FixtureError(*protocol.decode_rejection(outcome))
+    kind, message = protocol.decode_failure(outcome)
+    raise _FAILURES.get(kind, ReplayError)(message)
