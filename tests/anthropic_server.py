@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
-from tests.chat_server import LoopbackServer, Received, _Server
+from tests.chat_server import JSONHandler, LoopbackServer
 
 
 def _last_user_text(body: Any) -> str:
@@ -51,33 +50,10 @@ def _message(content: list[dict[str, Any]], stop: str) -> bytes:
     ).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the default stderr log."""
-
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
+class _Handler(JSONHandler):
     def do_POST(self) -> None:
-        owner = self.server.owner
-        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        parts = self.path.strip("/").split("/")
-        scenario = parts[0] if parts else ""
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        n = owner.record(Received(scenario, self.path, headers, body))
+        got, n = self._receive()
+        scenario, headers, body = got.scenario, got.headers, got.body
         prompt = _last_user_text(body)
         key = headers.get("x-api-key", "")
         if not self.path.endswith("/v1/messages"):

@@ -106,7 +106,10 @@ class _Server(ThreadingHTTPServer):
     owner: Any  # the LoopbackServer subclass whose handler serves it
 
 
-class _Handler(BaseHTTPRequestHandler):
+class JSONHandler(BaseHTTPRequestHandler):
+    """What every loopback vendor server's handler shares: HTTP/1.1, no stderr log, a
+    JSON answer, and a request read whole, decoded and kept by the server."""
+
     protocol_version = "HTTP/1.1"
     server: _Server
 
@@ -122,18 +125,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_POST(self) -> None:  # noqa: PLR0912
-        owner = self.server.owner
-        length = int(self.headers.get("Content-Length", "0"))
-        raw = self.rfile.read(length)
+    def _receive(self) -> tuple[Received, int]:
+        """The request (its body decoded, None if not JSON), kept by the server, and its
+        1-based number among the requests the server got."""
+        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         try:
             body = json.loads(raw)
         except ValueError:
             body = None
         parts = self.path.strip("/").split("/")
-        scenario = parts[0] if parts else ""
         headers = {k.lower(): v for k, v in self.headers.items()}
-        n = owner.record(Received(scenario, self.path, headers, body))
+        got = Received(parts[0] if parts else "", self.path, headers, body)
+        return got, self.server.owner.record(got)
+
+
+class _Handler(JSONHandler):
+    def do_POST(self) -> None:  # noqa: PLR0912
+        owner = self.server.owner
+        got, n = self._receive()
+        scenario, headers, body = got.scenario, got.headers, got.body
         prompt = ""
         if isinstance(body, dict) and body.get("messages"):
             prompt = str(body["messages"][-1].get("content"))

@@ -17,7 +17,6 @@ import time
 import traceback
 import tracemalloc
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from replay_actor.adapters._secrets import (
     piece_length,
     redact_key_pieces,
 )
-from tests.chat_server import LoopbackServer, Received, _Server
+from tests.chat_server import JSONHandler, LoopbackServer
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -58,23 +57,8 @@ def _completion(content: str | None, **message: Any) -> bytes:
     ).encode()
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     """``POST /{scenario}/v1/chat/completions``; see ``HostileServer``."""
-
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the default stderr log."""
-
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
 
     def _trickle(self, first: bytes) -> None:
         """Send ``first``, then one byte every 0.2 s until the client hangs up."""
@@ -122,10 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         owner: HostileServer = self.server.owner
-        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        scenario = self.path.strip("/").split("/")[0]
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        owner.record(Received(scenario, self.path, headers, json.loads(raw or b"null")))
+        got, _ = self._receive()
+        scenario, headers = got.scenario, got.headers
         key = headers.get("authorization", "").removeprefix("Bearer ")
         if scenario == "trickle-body":
             head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"

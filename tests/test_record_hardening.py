@@ -12,7 +12,6 @@ import json
 import os
 import traceback
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from replay_actor import (
     request_hash,
 )
 from replay_actor.vendors.anthropic import to_body
-from tests.chat_server import ChatServer, LoopbackServer, Received, _Server
+from tests.chat_server import ChatServer, JSONHandler, LoopbackServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -85,24 +84,10 @@ CANNED: dict[str, dict[str, Any]] = {
 }
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silence the default stderr log."""
-
+class _Handler(JSONHandler):
     def do_POST(self) -> None:
-        raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        scenario = self.path.strip("/").split("/")[0]
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.owner.record(Received(scenario, self.path, headers, json.loads(raw)))
-        body = json.dumps(CANNED[scenario]).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        got, _ = self._receive()
+        self._send(200, json.dumps(CANNED[got.scenario]).encode())
 
 
 class CannedServer(LoopbackServer):
