@@ -35,6 +35,7 @@ from ._canonical import (
 )
 from ._errors import RequestError
 from ._memo import Memo
+from ._response import Reasoning
 
 __all__ = [
     "Message",
@@ -43,6 +44,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "canonical_request",
+    "canonical_request_and_reasoning",
     "normalise_request",
     "request_hash",
 ]
@@ -57,13 +59,20 @@ class ToolCall(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class Message(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    """One chat message. ``content`` is a string, a list of content parts, or None."""
+    """One chat message. ``content`` is a string, a list of content parts, or None.
+
+    ``reasoning`` is the model's own reasoning sent back with an assistant message
+    (``{"vendor", "items"}``, as the neutral response gives it): decided by the earlier
+    turns, so it is never hashed, only carried to a live adapter of the same vendor
+    (docs/request.md, "Reasoning sent back").
+    """
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = None
     name: str | None = None
     tool_calls: list[ToolCall] = []
     tool_call_id: str | None = None
+    reasoning: Reasoning | None = None
 
 
 class Tool(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -96,7 +105,7 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 #: What every provider's ``complete`` accepts.
 RequestLike = Request | Mapping[str, Any]
 
-_STRUCTS: Final = (Request, Message, Tool, ToolCall)
+_STRUCTS: Final = (Request, Message, Tool, ToolCall, Reasoning)
 
 
 def _unstruct(value: Any) -> Any:
@@ -167,14 +176,16 @@ def _conversation(message: type[msgspec.Struct]) -> Any:
     )
 
 
-#: ``Message`` without content parts: most requests have none, and a conversion into
-#: this type says so without a look at each message (the others take ``_Conversation``).
+#: ``Message`` without content parts and without reasoning: most requests have neither,
+#: and a conversion into this type says so without a look at each message (the others
+#: take ``_Conversation``).
+_PLAIN_TYPES: Final[dict[str, Any]] = {"content": str | None, "reasoning": None}
 _PlainMessage: Final[Any] = msgspec.defstruct(
     "_PlainMessage",
     [
         (
             field.name,
-            str | None if field.name == "content" else field.type,
+            _PLAIN_TYPES.get(field.name, field.type),
             msgspec.field(default=field.default)
             if field.default_factory is msgspec.NODEFAULT
             else msgspec.field(default_factory=field.default_factory),
@@ -241,8 +252,27 @@ _MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[Any], bytes]], ...]] = t
 )
 
 
-def _canonical_contents(messages: list[Message]) -> None:
-    """Replace, on our fresh copy, every list of content parts by its canonical bytes.
+#: The reasoning a request carries: (message index, ``{"vendor", "items"}``) pairs.
+Carried = list[tuple[int, dict[str, Any]]]
+
+
+def _reasoning_json(reasoning: Reasoning, i: int) -> dict[str, Any]:
+    """``reasoning`` as plain JSON (what an adapter sends); ``RequestError`` if its items
+    hold something JSON cannot say."""
+    try:
+        plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(reasoning))
+    except (TypeError, ValueError, OverflowError):
+        plain = {}
+    else:
+        return plain
+    # Raised outside the except block: no chained exception carrying the items along.
+    raise RequestError(f"$.messages[{i}].reasoning.items is not JSON")
+
+
+def _canonical_contents(messages: list[Message], carried: Carried | None) -> None:
+    """Replace, on our fresh copy, every list of content parts by its canonical bytes,
+    and take every message's reasoning out (into ``carried`` when asked for): it is not
+    hashed (docs/request.md, "Reasoning sent back").
 
     Not remembered, unlike the configuration: content parts are the prompt itself, which
     changes from call to call and may be private, so no copy of it outlives the call.
@@ -252,17 +282,25 @@ def _canonical_contents(messages: list[Message]) -> None:
             (raw,) = canonical_each([message.content], lambda _: f"$.messages[{i}].content")  # noqa: B023 - called at once
             if raw is not None:
                 message.content = raw  # type: ignore[assignment]
+        if message.reasoning is not None:
+            plain = _reasoning_json(message.reasoning, i)
+            if carried is not None:
+                carried.append((i, plain))
+            message.reasoning = None  # the default: omitted from the encoding
 
 
-def _canonical_parts(request: RequestLike) -> tuple[bytes, list[bytes]]:
+def _canonical_parts(
+    request: RequestLike, carried: Carried | None = None
+) -> tuple[bytes, list[bytes]]:
     """The canonical request in parts: the messages' object (its closing brace is to be
-    dropped), then the configuration's members, closing brace included."""
+    dropped), then the configuration's members, closing brace included. The reasoning
+    messages carry is left out, and appended to ``carried`` if that is given."""
     source = _source(request)
     try:
         conversation = msgspec.convert(source, _PlainConversation)
-    except msgspec.ValidationError:  # content parts, or an invalid request: say what
+    except msgspec.ValidationError:  # content parts, reasoning, or an invalid request
         conversation = _convert(source, _Conversation)
-        _canonical_contents(conversation.messages)
+        _canonical_contents(conversation.messages, carried)
     members = []
     unset = msgspec.UNSET
     for name, memo, compute in _MEMBERS:
@@ -287,6 +325,15 @@ def canonical_request(request: RequestLike) -> bytes:
     """The RFC 8785 bytes of the normalised request (what ``request_hash`` hashes)."""
     head, members = _canonical_parts(request)
     return b"".join([head[:-1], *members])
+
+
+def canonical_request_and_reasoning(request: RequestLike) -> tuple[bytes, Carried]:
+    """``canonical_request(request)`` and the reasoning its messages carry, which the
+    canonical bytes leave out: (message index, plain ``{"vendor", "items"}``) pairs, for a
+    live provider to hand on to its adapter."""
+    carried: Carried = []
+    head, members = _canonical_parts(request, carried)
+    return b"".join([head[:-1], *members]), carried
 
 
 def request_hash(request: RequestLike) -> str:

@@ -7,6 +7,9 @@ the SDK and the adapter append ``/v1/messages``). Scenarios:
 =========  ===============================================================================
 ``echo``   200; one text block ``"{n}: {last user text}"``, n counting this scenario's calls
 ``tools``  200; one ``tool_use`` block (``get_weather``, ``{"city": "Paris"}``), ``tool_use``
+``think``  a thinking tool loop: a ``thinking`` and a ``redacted_thinking`` block (with
+           signatures) before the ``tool_use`` of ``tools``, unless the last message holds a
+           ``tool_result``, then the text ``"Forecast: {its content}"``
 ``429xN``  the first N calls get 429 with ``retry-after: 0``, then as ``echo``
 ``500``    always 500, with an error body echoing the x-api-key header and the prompt
 ``401``    401 ``authentication_error`` echoing the key (as vendors do)
@@ -25,6 +28,12 @@ import pytest
 
 from tests.chat_server import JSONHandler, LoopbackServer
 
+#: What the ``think`` scenario's model thought before its tool call (as the API sends it).
+THINKING: list[dict[str, Any]] = [
+    {"type": "thinking", "thinking": "The user wants weather.", "signature": "c2lnLTE="},
+    {"type": "redacted_thinking", "data": "ZW5jcnlwdGVk"},
+]
+
 
 def _last_user_text(body: Any) -> str:
     if not isinstance(body, dict) or not body.get("messages"):
@@ -33,6 +42,17 @@ def _last_user_text(body: Any) -> str:
     if isinstance(content, list):
         return "".join(b.get("text", "") for b in content if isinstance(b, dict))
     return str(content)
+
+
+def _tool_result(body: Any) -> Any:
+    """The content of the last message's ``tool_result`` block, or None."""
+    if not isinstance(body, dict) or not body.get("messages"):
+        return None
+    content = body["messages"][-1].get("content")
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            return block.get("content")
+    return None
 
 
 def _message(content: list[dict[str, Any]], stop: str) -> bytes:
@@ -71,6 +91,20 @@ class _Handler(JSONHandler):
                 "input": {"city": "Paris"},
             }
             self._send(200, _message([block], "tool_use"))
+        elif scenario == "think":
+            result = _tool_result(body)
+            if result is not None:
+                self._send(
+                    200, _message([{"type": "text", "text": f"Forecast: {result}"}], "end_turn")
+                )
+            else:
+                use = {
+                    "type": "tool_use",
+                    "id": f"toolu_{n}",
+                    "name": "get_weather",
+                    "input": {"city": "Paris"},
+                }
+                self._send(200, _message([*THINKING, use], "tool_use"))
         elif scenario == "500":
             error = {"type": "error", "error": {"type": "api_error", "message": f"{key} {prompt}"}}
             self._send(500, json.dumps(error).encode())

@@ -9,6 +9,8 @@ the adapter append the version and the model). Scenarios:
 ``echo``      200; one text part ``"{n}: {last user text}"``, n counting this scenario's calls
 ``tools``     200; a thought part, then ``get_weather({"city": "Paris"})`` with no id and a
               ``thoughtSignature`` (what Gemini's thinking models send), ``STOP``
+``think``     ``tools`` unless the last turn holds a ``functionResponse``, then the text
+              ``"Forecast: {its response's result}"`` (a thinking model's tool loop)
 ``blocked``   200; no candidates, ``promptFeedback.blockReason: SAFETY``
 ``429xN``     the first N calls get 429 with ``retry-after: 0``, then as ``echo``
 ``500``       always 500, with an error body echoing the x-goog-api-key header and the prompt
@@ -37,6 +39,17 @@ def _last_user_text(body: Any) -> str:
         return ""
     parts = body["contents"][-1].get("parts") or []
     return "".join(p.get("text", "") for p in parts if isinstance(p, dict))
+
+
+def _function_response(body: Any) -> Any:
+    """The ``result`` of the last turn's ``functionResponse``, or None."""
+    contents = body.get("contents") if isinstance(body, dict) else None
+    if not contents or not isinstance(contents[-1], dict):
+        return None
+    for part in contents[-1].get("parts") or ():
+        if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+            return (part["functionResponse"].get("response") or {}).get("result")
+    return None
 
 
 def _answer(parts: list[dict[str, Any]], finish: str) -> bytes:
@@ -73,7 +86,9 @@ class _Handler(JSONHandler):
             self._error(429, "RESOURCE_EXHAUSTED", "slow down", {"retry-after": "0"})
         elif scenario == "echo" or scenario.startswith("429x"):
             self._send(200, _answer([{"text": f"{n}: {prompt}"}], "STOP"))
-        elif scenario == "tools":
+        elif scenario == "think" and _function_response(body) is not None:
+            self._send(200, _answer([{"text": f"Forecast: {_function_response(body)}"}], "STOP"))
+        elif scenario in ("tools", "think"):
             call = {
                 "functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
                 "thoughtSignature": SIGNATURE,

@@ -10,6 +10,7 @@ Scenarios:
                ``call_{n}``) unless the last input item is a ``function_call_output``,
                then the text ``"Forecast: {that output}"``
 ``reasoning``  a reasoning item (with ``encrypted_content``) before the text ``"Hello!"``
+``think``      ``weather`` with ``REASONING_ITEM`` before the ``get_weather`` call
 ``refusal``    a message whose content is a ``refusal`` part
 ``builtin``    a ``web_search_call`` output item (no neutral form)
 ``429xN``      the first N calls get 429 with ``Retry-After: 0``, then as ``echo``
@@ -96,7 +97,7 @@ class _Handler(JSONHandler):
             self._send(429, b'{"error":{"code":"rate_limit"}}', {"Retry-After": "0"})
         elif scenario == "echo" or scenario.startswith("429x"):
             self._send(200, _response([_text_item(f"{n}: {_last_user_text(body)}", n)], n))
-        elif scenario == "weather":
+        elif scenario in ("weather", "think"):
             if isinstance(last, dict) and last.get("type") == "function_call_output":
                 text = f"Forecast: {last.get('output')}"
                 self._send(200, _response([_text_item(text, n)], n))
@@ -109,7 +110,8 @@ class _Handler(JSONHandler):
                     "name": "get_weather",
                     "arguments": '{"city":"Paris"}',
                 }
-                self._send(200, _response([call], n))
+                output = [REASONING_ITEM, call] if scenario == "think" else [call]
+                self._send(200, _response(output, n))
         elif scenario == "reasoning":
             self._send(200, _response([REASONING_ITEM, _text_item("Hello!", n)], n))
         elif scenario == "refusal":

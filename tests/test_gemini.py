@@ -618,7 +618,8 @@ def test_reasoning_replays_to_gemini_only_and_is_not_hashed() -> None:
     assert [b["type"] for b in vendor_anthropic.response_body(response, "c")["content"]] == [
         "tool_use"
     ]
-    # Sent back, the thought and the signature are not part of the request.
+    # Sent back, the thought and the signature are not hashed: they ride on the assistant
+    # message as its reasoning, which to_body puts back exactly as it came.
     with_thoughts = {
         "contents": [{"role": "user", "parts": [{"text": "?"}]}, {"role": "model", "parts": parts}]
     }
@@ -631,9 +632,10 @@ def test_reasoning_replays_to_gemini_only_and_is_not_hashed() -> None:
             },
         ]
     }
-    assert (
-        vendor_gemini.read_body(with_thoughts).request == vendor_gemini.read_body(without).request
-    )
+    carried = vendor_gemini.read_body(with_thoughts).request
+    assert request_hash(carried) == request_hash(vendor_gemini.read_body(without).request)
+    assert carried["messages"][1]["reasoning"]["vendor"] == "gemini"
+    assert vendor_gemini.to_body(carried, MODEL)["contents"][1]["parts"] == parts
 
 
 def test_a_refusal_replays_as_a_safety_stop() -> None:

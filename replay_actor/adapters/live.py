@@ -22,7 +22,7 @@ import msgspec
 
 from .._errors import ProviderClosed, ReplayError
 from .._interface import complete_each
-from .._request import RequestLike, canonical_request
+from .._request import RequestLike, canonical_request_and_reasoning
 from ..vendors._common import refuse_unfaithful
 from .base import Adapter
 
@@ -30,9 +30,17 @@ __all__ = ["LiveProvider", "prepare_request"]
 
 
 def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any]]:
-    """Validate and normalise once: the request hash and the plain normalised request."""
-    canonical = canonical_request(request)
+    """Validate and normalise once: the request hash and the plain normalised request.
+
+    The reasoning an assistant message sends back is not hashed, so the canonical bytes
+    leave it out; it is put back on its message here, for the adapter to return to the
+    vendor that produced it (docs/request.md, "Reasoning sent back").
+    """
+    canonical, carried = canonical_request_and_reasoning(request)
     plain: dict[str, Any] = msgspec.json.decode(canonical)
+    messages = plain["messages"]
+    for index, reasoning in carried:
+        messages[index]["reasoning"] = reasoning
     return "sha256:" + hashlib.sha256(canonical).hexdigest(), plain
 
 

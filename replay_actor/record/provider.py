@@ -50,7 +50,7 @@ from .._errors import (
     SequenceExhausted,
 )
 from .._interface import complete_each
-from .._request import RequestLike
+from .._request import RequestLike, canonical_request
 from ..adapters.live import LiveProvider, prepare_request
 from ..files.durable import atomic_write, fsync_dir, release_lock, remove_stale_temps, take_lock
 from ..files.sidecar import SidecarWriter
@@ -301,7 +301,7 @@ class RecordingProvider:
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
         recorded = self._record(digest, self._live.complete_plain(plain))
-        self._sidecar.append_or_warn(digest.value, canonical_json(plain))
+        self._sidecar.append_or_warn(digest.value, canonical_request(plain))
         return recorded
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
@@ -313,7 +313,9 @@ class RecordingProvider:
             return answer  # type: ignore[no-any-return]
         response = await self._live.acomplete_plain(plain)
         recorded = await asyncio.to_thread(self._record, digest, response)
-        await asyncio.to_thread(self._sidecar.append_or_warn, digest.value, canonical_json(plain))
+        await asyncio.to_thread(
+            self._sidecar.append_or_warn, digest.value, canonical_request(plain)
+        )
         return recorded
 
     def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:

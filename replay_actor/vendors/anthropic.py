@@ -16,7 +16,8 @@ becomes the first message, ``tool_use`` blocks become an assistant's ``tool_call
 ``params.stop``, and ``tool_choice`` ``any`` is ``required``. The transport hints of
 ``_common.NOT_HASHED`` (``model``, ``stream``, ``metadata``, ...) and every
 ``cache_control`` are delivery details, and ``thinking`` / ``redacted_thinking`` blocks
-sent back are the model's own earlier output: none of them is hashed.
+sent back are the model's own earlier output: none of them is hashed (the thinking
+blocks ride on the assistant message as its unhashed ``reasoning``, for ``to_body``).
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
         return out
     if role == "assistant":
         calls: list[dict[str, Any]] = []
+        thinking: list[dict[str, Any]] = []
         rest = []
         for j, block in enumerate(blocks):
             kind = block.get("type") if type(block) is dict else None
@@ -153,8 +155,9 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
                 calls.append(_tool_use(block, f"{where}.content[{j}]"))
             elif kind in _THINKING:
                 # The model's own thinking sent back was decided by the earlier turns:
-                # not hashed (docs/responses.md, "Reasoning and refusals").
-                continue
+                # not hashed, only carried to a live endpoint (docs/request.md,
+                # "Reasoning sent back").
+                thinking.append(block)
             else:
                 rest.append(block)
         neutral: dict[str, Any] = {"role": "assistant"}
@@ -162,6 +165,8 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
             neutral["content"] = collapse_content(rest)
         if calls:
             neutral["tool_calls"] = calls
+        if thinking:
+            neutral["reasoning"] = {"vendor": NAME, "items": thinking}
         return [neutral]
     return [{"role": role, "content": collapse_content(blocks)}]
 
@@ -393,8 +398,8 @@ def _assistant_blocks(message: dict[str, Any]) -> list[Any]:
 
     The model's earlier thinking goes back verbatim: as blocks of the message's content
     (how an SDK sends it), or as a neutral ``reasoning`` from Anthropic carried by the
-    message; another vendor's reasoning is omitted (docs/manifest.md, "Refusals and
-    reasoning").
+    message (how ``read_body`` passes on the blocks an SDK sent back); another vendor's
+    reasoning is omitted (docs/request.md, "Reasoning sent back").
     """
     blocks = _vendor_blocks(message.get("content"))
     reasoning = message.get("reasoning")

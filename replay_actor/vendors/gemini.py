@@ -378,7 +378,67 @@ def _plain_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[str, Any]]:  # noqa: PLR0912
+def _reasoning_items(
+    thoughts: list[dict[str, Any]],
+    rest: list[dict[str, Any]],
+    call_signatures: list[tuple[int, Any]],
+    kept: int,
+) -> list[dict[str, Any]]:
+    """A model turn's reasoning sent back, in the neutral response's form (see
+    ``from_response``): the thought parts verbatim, then each ``thoughtSignature`` with
+    the index of the part ``to_body`` writes it on (the content parts, then the calls).
+
+    Not hashed (docs/request.md, "Reasoning sent back"); a signature on a part that
+    carries nothing else (which ``_plain_parts`` drops) has no part to go back on and
+    goes with it.
+    """
+    items: list[dict[str, Any]] = list(thoughts)
+    index = 0
+    for part in rest:
+        signature = part.get("thoughtSignature")
+        if _plain_parts([part]):
+            if signature is not None:
+                items.append({"thoughtSignature": signature, "part": index})
+            index += 1
+    items.extend({"thoughtSignature": sig, "part": kept + k} for k, sig in call_signatures)
+    return items
+
+
+def _model_message(parts: list[dict[str, Any]], where: str) -> dict[str, Any]:
+    """A ``model`` turn's parts as one assistant message."""
+    calls: list[dict[str, Any]] = []
+    rest: list[dict[str, Any]] = []
+    thoughts: list[dict[str, Any]] = []
+    call_signatures: list[tuple[int, Any]] = []
+    for j, part in enumerate(parts):
+        if _is_reasoning(part):
+            # The model's own thought, decided by earlier turns: not hashed.
+            thoughts.append(part)
+            continue
+        if "functionCall" in part:
+            if part.get("thoughtSignature") is not None:
+                call_signatures.append((len(calls), part["thoughtSignature"]))
+            calls.append(
+                _call(part["functionCall"], len(calls), f"{where}.parts[{j}].functionCall")
+            )
+        elif "functionResponse" in part:
+            raise RequestError(f"{where}.parts[{j}].functionResponse belongs to a user turn")
+        else:
+            rest.append(part)
+    message: dict[str, Any] = {"role": "assistant"}
+    kept = _plain_parts(rest)
+    text = _text_content(kept)
+    if text is not None:
+        message["content"] = text
+    if calls:
+        message["tool_calls"] = calls
+    items = _reasoning_items(thoughts, rest, call_signatures, len(kept))
+    if items:
+        message["reasoning"] = {"vendor": NAME, "items": items}
+    return message
+
+
+def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The neutral messages of ``contents``; ``pending`` collects the last model turn's
     calls, which the next turn's function responses answer by id or by name and order."""
     messages: list[dict[str, Any]] = []
@@ -393,28 +453,8 @@ def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[s
         role = content.get("role") or "user"
         parts = _parts(content, where)
         if role == "model":
-            calls: list[dict[str, Any]] = []
-            rest: list[dict[str, Any]] = []
-            for j, part in enumerate(parts):
-                if _is_reasoning(part):
-                    continue  # the model's own thought, decided by earlier turns: not hashed
-                if "functionCall" in part:
-                    calls.append(
-                        _call(part["functionCall"], len(calls), f"{where}.parts[{j}].functionCall")
-                    )
-                elif "functionResponse" in part:
-                    raise RequestError(
-                        f"{where}.parts[{j}].functionResponse belongs to a user turn"
-                    )
-                else:
-                    rest.append(part)
-            message: dict[str, Any] = {"role": "assistant"}
-            text = _text_content(_plain_parts(rest))
-            if text is not None:
-                message["content"] = text
-            if calls:
-                message["tool_calls"] = calls
-            pending[:] = calls
+            message = _model_message(parts, where)
+            pending[:] = message.get("tool_calls", [])
             messages.append(message)
         elif role in ("user", "function"):
             answered: list[dict[str, Any]] = []
@@ -741,6 +781,26 @@ def _vendor_schema_config(response_format: Any) -> dict[str, Any]:
     raise RequestError("response_format has no Gemini form")
 
 
+def _with_reasoning(parts: list[dict[str, Any]], message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A model turn's parts with the reasoning it carries from Gemini put back as it came
+    (thought parts first, each signature on its part); another vendor's is left out."""
+    reasoning = message.get("reasoning")
+    if type(reasoning) is not dict or reasoning.get("vendor") != NAME:
+        return parts
+    thoughts: list[dict[str, Any]] = []
+    for item in reasoning.get("items") or ():
+        if type(item) is not dict:
+            continue
+        if item.get("thought") is True:
+            thoughts.append(item)
+        elif type(item.get("part")) is int and 0 <= item["part"] < len(parts):
+            parts[item["part"]] = {
+                **parts[item["part"]],
+                "thoughtSignature": item.get("thoughtSignature"),
+            }
+    return thoughts + parts
+
+
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
     """The ``generateContent`` body for a plain normalised neutral request (the model is
     in the URL, not the body).
@@ -798,7 +858,7 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR
             else:
                 function = {"id": call["id"], **function}
             parts.append({"functionCall": function})
-        contents.append({"role": "model", "parts": parts})
+        contents.append({"role": "model", "parts": _with_reasoning(parts, message)})
     if pending:
         contents.append({"role": "user", "parts": pending})
     body["contents"] = contents

@@ -185,12 +185,29 @@ def _extra(item: dict[str, Any], allowed: frozenset[str], where: str) -> None:
         raise RequestError(f"{where}.{extra[0]} cannot be replayed")
 
 
+def _carry(message: dict[str, Any] | None, reasoning: list[dict[str, Any]]) -> None:
+    """Put ``reasoning`` items (emptied here) on assistant ``message``, unhashed (see
+    ``_items``); with no assistant message to carry them they go, as before."""
+    if reasoning and message is not None:
+        carried = message.setdefault("reasoning", {"vendor": NAME, "items": []})
+        carried["items"].extend(reasoning)
+    reasoning.clear()
+
+
 def _items(items: list[Any], where: str) -> list[dict[str, Any]]:  # noqa: PLR0912
     """Responses input items as neutral messages (function calls that follow an
-    assistant message, or each other, join that message's ``tool_calls``)."""
+    assistant message, or each other, join that message's ``tool_calls``).
+
+    ``reasoning`` items are the model's own output: not hashed, they ride as the
+    unhashed ``reasoning`` of the assistant message their run of output items makes
+    (the one that follows them, or failing that the one they follow), for ``to_body``
+    to send back before that message's items (docs/request.md, "Reasoning sent back").
+    """
     out: list[dict[str, Any]] = []
     # The assistant message consecutive function_call items merge into, if any.
     open_assistant: dict[str, Any] | None = None
+    # Reasoning items waiting for the assistant message of their run.
+    reasoning: list[dict[str, Any]] = []
     for i, raw in enumerate(items):
         at = f"{where}[{i}]"
         if type(raw) is not dict:
@@ -206,6 +223,7 @@ def _items(items: list[Any], where: str) -> list[dict[str, Any]]:  # noqa: PLR09
             message: dict[str, Any] = {"role": role}
             if "content" in item:
                 message["content"] = _content(item["content"], f"{at}.content")
+            _carry(open_assistant if role != "assistant" else message, reasoning)
             out.append(message)
             open_assistant = message if role == "assistant" else None
         elif kind == "function_call":
@@ -221,9 +239,11 @@ def _items(items: list[Any], where: str) -> list[dict[str, Any]]:  # noqa: PLR09
             if open_assistant is None:
                 open_assistant = {"role": "assistant"}
                 out.append(open_assistant)
+            _carry(open_assistant, reasoning)
             open_assistant.setdefault("tool_calls", []).append(call)
         elif kind == "function_call_output":
             _extra(item, _OUTPUT_KEYS, at)
+            _carry(open_assistant, reasoning)
             tool: dict[str, Any] = {"role": "tool", "tool_call_id": item.get("call_id")}
             if "output" in item:
                 tool["content"] = _content(item["output"], f"{at}.output")
@@ -231,13 +251,14 @@ def _items(items: list[Any], where: str) -> list[dict[str, Any]]:  # noqa: PLR09
             open_assistant = None
         elif kind == "reasoning":
             # The model's own reasoning sent back: decided by the earlier turns, so not
-            # hashed (docs/responses.md, "Reasoning and refusals"); it does not break a
-            # run of the assistant's items either.
-            continue
+            # hashed (docs/request.md, "Reasoning sent back"); it does not break a run of
+            # the assistant's items either.
+            reasoning.append(item)
         elif kind == "item_reference":
             raise RequestError(f"{at} is an item_reference; send the item itself to replay")
         else:
             raise RequestError(f"{at}.type {_name(kind)} cannot be replayed (built-in tool item)")
+    _carry(open_assistant, reasoning)
     return out
 
 
@@ -693,6 +714,11 @@ def _live_input(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in messages:
         role = message["role"]
         content = message.get("content")
+        reasoning = message.get("reasoning")
+        if type(reasoning) is dict and reasoning.get("vendor") == NAME:
+            # The model's own reasoning items, verbatim, before the output items they
+            # led to (another vendor's reasoning means nothing to this API).
+            items.extend(reasoning.get("items") or ())
         if role == "tool":
             output = _live_content(content, "user")
             items.append(
