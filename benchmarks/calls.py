@@ -183,13 +183,15 @@ def _raw_echo(req: dict[str, Any], response: dict[str, Any]) -> RawEcho:
 
 
 def _memory(actor_pid: int) -> dict[str, int]:
-    """The actor's RSS, USS and PSS, and its zygote's RSS and USS (bytes)."""
+    """The actor's RSS, USS and PSS, and its parent's RSS and USS (bytes): the zygote's,
+    or for a fixture over the zygote's cache bound the holder's that forked it
+    (docs/architecture.md, "Large fixtures"). The keys keep their historical names."""
     actor = psutil.Process(actor_pid)
     if actor.name() != "replay-actor":
         raise RuntimeError(f"pid {actor_pid} is not a replay-actor")
     zygote = actor.parent()
-    if zygote is None or zygote.name() != "replay-zygote":
-        raise RuntimeError("the actor's parent is not a replay-zygote")
+    if zygote is None or zygote.name() not in ("replay-zygote", "replay-holder"):
+        raise RuntimeError("the actor's parent is neither a replay-zygote nor a replay-holder")
     mine, theirs = actor.memory_full_info(), zygote.memory_full_info()
     return {
         "actor_rss": int(mine.rss),
@@ -242,7 +244,7 @@ def _memory_row(
         id=row_id,
         what=(
             f"{what} (USS {found['actor_uss'] / 1e6:.1f} MB, PSS {found['actor_pss'] / 1e6:.1f}"
-            f" MB; zygote RSS {found['zygote_rss'] / 1e6:.1f} MB; {setting})"
+            f" MB; its parent's RSS {found['zygote_rss'] / 1e6:.1f} MB; {setting})"
         ),
         unit="MB",
         ours=Stats.of([rss / 1e6]),
