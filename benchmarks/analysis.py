@@ -136,6 +136,17 @@ and the median of per-round ratios in the "what" column.""",
     "P1b": """\
 As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
 idle, a call does (see P1 and "Where a call's time goes").""",
+    "P14": """\
+The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
+does, per request, what the floor skips: the token check, a strict decode of the ~18 KB
+body (the standard library's `json` with a repeated-key hook, ~90 us; docs/sdk.md says
+why bodies are read strictly), the vendor mapping (~50 us), one `acomplete()` (the
+request hash, ~34 us, and a round trip to the cursor actor, a third process, with the
+wake-ups of P1) and the vendor answer (~7 us). Measured in-process on a loaded machine
+those came to ~300 us a request; on this idle run the difference is ~0.5 ms, most of it
+the actor round trip woken from idle. Reading the body with msgspec and proving "no
+repeated key" by quote counts (as the fixture loader does) was tried: ~15 us saved, not
+enough to matter here.""",
     "P2": """\
 The actor's table is a dict keyed by the request hash, so a lookup does not depend on
 the fixture's size; the only size effect is cache misses on a larger heap. A miss of

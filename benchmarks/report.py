@@ -312,7 +312,9 @@ def write_docs(
     if not missed:
         out += ["Every target was met in this run.", ""]
     for row in missed:
-        text = ANALYSIS.get(row.id) or ANALYSIS.get(row.id[:2]) or "Not analysed yet."
+        # P5c reads P5's text, P14 its own: the prefix is the number, not two characters.
+        family = row.id.rstrip("abcdefghijklmnopqrstuvwxyz")
+        text = ANALYSIS.get(row.id) or ANALYSIS.get(family) or "Not analysed yet."
         out += [f"### {row.id}", "", text, ""]
     out += ["## Where a call's time goes", "", PROFILE, ""]
     out += ["## How each number is taken", "", METHOD, ""]
