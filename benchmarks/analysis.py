@@ -143,10 +143,10 @@ body (the standard library's `json` with a repeated-key hook, ~90 us; docs/sdk.m
 why bodies are read strictly), the vendor mapping (~50 us), one `acomplete()` (the
 request hash, ~34 us, and a round trip to the cursor actor, a third process, with the
 wake-ups of P1) and the vendor answer (~7 us). Measured in-process on a loaded machine
-those came to ~300 us a request; on this idle run the difference is ~0.5 ms, most of it
-the actor round trip woken from idle. Reading the body with msgspec and proving "no
-repeated key" by quote counts (as the fixture loader does) was tried: ~15 us saved, not
-enough to matter here.""",
+those came to ~300 us a request; on this idle run the difference is ~0.5 ms, its largest
+single part the actor round trip woken from idle (~150 us, as in P1). Reading the body
+with msgspec and proving "no repeated key" by quote counts (as the fixture loader does)
+was tried: ~15 us saved, not enough to matter here.""",
     "P2": """\
 The actor's table is a dict keyed by the request hash, so a lookup does not depend on
 the fixture's size; the only size effect is cache misses on a larger heap. A miss of
