@@ -37,11 +37,11 @@ class OpenAIAdapter(HTTPAdapter):
 
     name = "openai"
     _shape = "a chat completion"
+    #: The endpoint below ``base_url`` (the Responses adapter, a subclass, posts elsewhere).
+    _path = "/chat/completions"
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        cfg = HTTPConfig(
-            config, name=self.name, default_base_url=DEFAULT_BASE_URL, path="/chat/completions"
-        )
+        cfg = HTTPConfig(config, name=self.name, default_base_url=DEFAULT_BASE_URL, path=self._path)
         headers = dict(cfg.headers)
         if cfg.api_key is not None:
             headers["Authorization"] = f"Bearer {cfg.api_key}"

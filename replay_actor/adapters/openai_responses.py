@@ -6,43 +6,31 @@ It sends the plain normalised neutral request (docs/request.md) as a
 ``POST {base_url}/responses`` body and reads the ``response`` object back as the neutral
 response, keeping a refusal and the reasoning items (docs/responses.md); the mapping
 both ways is ``vendors.openai_responses``. Timeouts, retries and error hygiene are
-``_http.HTTPAdapter``'s.
+``_http.HTTPAdapter``'s, and the configuration the ``openai`` adapter's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from ..vendors.openai_responses import from_response, to_body
-from ._config import HTTPConfig
-from ._http import HTTPAdapter
+from .openai import DEFAULT_BASE_URL, OpenAIAdapter
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIResponsesAdapter"]
 
-DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 
-
-class OpenAIResponsesAdapter(HTTPAdapter):
+class OpenAIResponsesAdapter(OpenAIAdapter):
     """The OpenAI Responses API (sync and async).
 
-    Built from the manifest's adapter table like the ``openai`` adapter: ``model``
-    (required), ``base_url``, ``api_key_env``, ``timeout``, ``connect_timeout``,
-    ``max_retries``, ``retry_backoff``, ``retry_max_wait``, ``headers`` (see
-    docs/manifest.md).
+    Built from the manifest's adapter table like the ``openai`` adapter, whose
+    configuration and bearer key it shares: ``model`` (required), ``base_url``,
+    ``api_key_env``, ``timeout``, ``connect_timeout``, ``max_retries``, ``retry_backoff``,
+    ``retry_max_wait``, ``headers`` (see docs/manifest.md).
     """
 
     name = "openai-responses"
     _shape = "a Responses API response"
-
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        cfg = HTTPConfig(
-            config, name=self.name, default_base_url=DEFAULT_BASE_URL, path="/responses"
-        )
-        headers = dict(cfg.headers)
-        if cfg.api_key is not None:
-            headers["Authorization"] = f"Bearer {cfg.api_key}"
-        super().__init__(cfg, headers)
+    _path = "/responses"
 
     def body(self, request: dict[str, Any]) -> dict[str, Any]:
         return to_body(request, self.model)
