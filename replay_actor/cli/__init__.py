@@ -30,7 +30,9 @@ The package, one module per command group:
 To add a command: write its handler and its ``Command`` record (description, epilog,
 arguments, handler) in the module of its group, or in a new module of this package, and
 add its ``LazyCommand`` line to ``COMMANDS`` where ``--help`` should list it. Nothing
-else knows the list of commands.
+else knows the list of commands (a new module also gets its line in the map of
+docs/architecture.md). An argument several commands take goes in ``_shared`` as a
+function that imports what it needs when it is called, so ``--help`` never pays for it.
 """
 
 from __future__ import annotations
