@@ -250,10 +250,23 @@ def test_no_function_of_the_cli_or_the_authoring_tools_is_over_60_lines() -> Non
     # The CLI is a table of short handlers (docs/architecture.md, "Layers"); a command
     # that grows past a screen is split, not appended to.
     long = []
-    for path in [PACKAGE / "cli.py", *(PACKAGE / "authoring").glob("*.py")]:
+    for path in [*(PACKAGE / "cli").glob("*.py"), *(PACKAGE / "authoring").glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > 60:
                     long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert long == []
+
+
+def test_the_cli_package_has_no_complexity_waiver_and_no_long_file() -> None:
+    # One module per command group (replay_actor/cli/__init__.py): a group that outgrows
+    # 800 lines is split into two modules, and a handler is split, not waived.
+    offenders = []
+    for path in (PACKAGE / "cli").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if "noqa: PLR09" in text:
+            offenders.append(f"{path.relative_to(ROOT)}: a complexity waiver")
+        if text.count("\n") > 800:
+            offenders.append(f"{path.relative_to(ROOT)}: over 800 lines")
+    assert offenders == []

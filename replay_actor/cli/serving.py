@@ -1,0 +1,84 @@
+"""The front door's commands: ``serve`` and ``run`` (docs/cli.md, docs/front-door.md):
+their arguments and handlers. The server, the application and the child command are
+``frontdoor/``'s, imported when a handler runs (they need the ``serve`` extra).
+
+Runs in: the ``replay-actor`` process, which owns the acquisition. Errors reach ``main``
+as ``ReplayError`` (a bad manifest, a rejected fixture: exit 1) or ``OSError`` (the
+address cannot be bound: exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Final
+
+from ._shared import EXIT_USAGE, PROG, Command, arg
+
+__all__ = ["RUN", "SERVE"]
+
+_EPILOG_SERVE: Final = (
+    "prints one JSON line when ready:\n"
+    '  {"url", "openai_base_url", "anthropic_base_url", "gemini_base_url", "token"}\n'
+    "every request must carry the token (Authorization: Bearer, x-api-key or\n"
+    "x-goog-api-key). Runs until SIGINT/SIGTERM, then releases the provider: exit 0."
+)
+_EPILOG_RUN: Final = (
+    "COMMAND gets OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL and\n"
+    "GOOGLE_GEMINI_BASE_URL pointing at the front door, and OPENAI_API_KEY,\n"
+    "ANTHROPIC_API_KEY and GEMINI_API_KEY set to the run's token; the manifest's real\n"
+    "key never reaches it.\n\n"
+    "example:\n"
+    "  replay-actor run eval.toml -- python my_eval.py\n\n"
+    "exit: COMMAND's status (128+N if it died of signal N); 127 not found; 1 bad manifest"
+)
+
+_ADDRESS: Final = (
+    arg("manifest", metavar="MANIFEST", help="the manifest (TOML file)"),
+    arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"),
+    arg("--port", type=int, default=0, help="port to bind (default: 0, any free port)"),
+)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ..frontdoor.server import serve_forever
+
+    return serve_forever(args.manifest, args.host, args.port)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from ..frontdoor.run import run_command
+
+    command: list[str] = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        print(f"{PROG} run: error: a COMMAND is required after --", file=sys.stderr)
+        return EXIT_USAGE
+    return run_command(args.manifest, command, host=args.host, port=args.port)
+
+
+SERVE: Final = Command(
+    description=(
+        "Serve the OpenAI (chat, Responses), Anthropic and Gemini APIs over HTTP from\n"
+        "the manifest's provider (replay, live or record), owned by this process."
+    ),
+    epilog=_EPILOG_SERVE,
+    arguments=_ADDRESS,
+    handler=_cmd_serve,
+)
+RUN: Final = Command(
+    description=(
+        "Start the front door for the manifest's provider in this process and run\n"
+        "COMMAND with its environment pointed at it: any application, any language,\n"
+        "no code changed."
+    ),
+    epilog=_EPILOG_RUN,
+    arguments=(
+        *_ADDRESS,
+        arg(
+            "command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the command"
+        ),
+    ),
+    handler=_cmd_run,
+)
