@@ -39,10 +39,13 @@ from ._common import (
     refuse_unfaithful,
     response_id,
 )
+from ._endpoint import EndpointOption, LiveEndpoint
 
 __all__ = [
+    "LIVE",
     "AnthropicMessages",
     "Unexpressible",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
@@ -561,11 +564,34 @@ def from_response(data: Any) -> dict[str, Any]:
     return neutral
 
 
+#: Where the ``anthropic`` live adapter sends a request: the vendor's base URL in the
+#: SDK's own form (the path adds ``/v1``), the key in ``x-api-key``, and the API version
+#: the table's ``anthropic_version`` may change.
+LIVE: Final = LiveEndpoint(
+    adapter="AnthropicAdapter",
+    shape="a message",
+    base_url="https://api.anthropic.com",
+    path="/v1/messages",
+    key_header="x-api-key",
+    options=(EndpointOption("anthropic_version", "2023-06-01", header="anthropic-version"),),
+)
+
+
+def error_body(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
+    """Anthropic's error envelope; ``nearest`` (docs/authoring.md) rides beside the
+    message."""
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if nearest is not None:
+        error["nearest"] = nearest
+    return {"type": "error", "error": error}
+
+
 class AnthropicMessages:
     """The :class:`~replay_actor.vendors.Vendor` for Anthropic messages."""
 
     name: Final = NAME
     routes: Final = (re.compile(r"/v1/messages/?$"),)
+    live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         return read_body(body)
@@ -576,14 +602,6 @@ class AnthropicMessages:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return stream_body(response, call.model)
 
-    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
-        error: dict[str, Any] = {"type": kind, "message": message}
-        if nearest is not None:
-            error["nearest"] = nearest
-        return {"type": "error", "error": error}
-
-    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
-        return to_body(request, model)
-
-    def from_response(self, data: Any) -> dict[str, Any]:
-        return from_response(data)
+    error_body = staticmethod(error_body)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

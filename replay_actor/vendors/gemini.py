@@ -38,8 +38,10 @@ from .._errors import RequestError
 from .._response import Response, Unexpressible
 from ._common import MalformedResponse, VendorCall, canonical_arguments, collapse_content
 from ._common import response_id as _response_id
+from ._endpoint import EndpointOption, LiveEndpoint
 
 __all__ = [
+    "LIVE",
     "GeminiGenerateContent",
     "derived_call_id",
     "from_response",
@@ -991,11 +993,34 @@ def from_response(data: Any) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
     return out
 
 
+#: Where the ``gemini`` live adapter sends a request: the vendor's base URL, the REST
+#: version the table's ``api_version`` may change (``v1beta`` accepts every field the
+#: mapping writes: ``parametersJsonSchema``, ``responseJsonSchema``, function call ids),
+#: the model in the path, the key in ``x-goog-api-key``. Answers are whole (never
+#: streamed): a streamed SDK call is served from the whole answer.
+LIVE: Final = LiveEndpoint(
+    adapter="GeminiAdapter",
+    shape="a GenerateContentResponse",
+    base_url="https://generativelanguage.googleapis.com",
+    path="/{api_version}/models/{model}:generateContent",
+    key_header="x-goog-api-key",
+    options=(
+        EndpointOption(
+            "api_version",
+            "v1beta",
+            pattern=r"^v[0-9][A-Za-z0-9]*$",
+            problem="api_version must look like v1 or v1beta",
+        ),
+    ),
+)
+
+
 class GeminiGenerateContent:
     """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``generateContent``."""
 
     name: Final = NAME
     routes: Final = (ROUTE,)
+    live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         return read_body(body, path)
@@ -1006,11 +1031,6 @@ class GeminiGenerateContent:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return stream_body(response, call.model)
 
-    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
-        return error_body(kind, message, nearest)
-
-    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
-        return to_body(request, model)
-
-    def from_response(self, data: Any) -> dict[str, Any]:
-        return from_response(data)
+    error_body = staticmethod(error_body)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

@@ -34,8 +34,10 @@ from ._common import (
     refuse_unfaithful,
     response_id,
 )
+from ._endpoint import LiveEndpoint
 
 __all__ = [
+    "LIVE",
     "OpenAIChat",
     "from_response",
     "read_body",
@@ -420,11 +422,23 @@ def from_response(data: Any) -> dict[str, Any]:
     return neutral
 
 
+#: Where the ``openai`` live adapter sends a request: any OpenAI-compatible base URL.
+LIVE: Final = LiveEndpoint(
+    adapter="OpenAIAdapter",
+    shape="a chat completion",
+    base_url="https://api.openai.com/v1",
+    path="/chat/completions",
+    key_header="Authorization",
+    key_prefix="Bearer ",
+)
+
+
 class OpenAIChat:
     """The :class:`~replay_actor.vendors.Vendor` for OpenAI chat completions."""
 
     name: Final = "openai"
     routes: Final = (re.compile(r"/chat/completions/?$"),)
+    live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         return read_body(body)
@@ -435,11 +449,6 @@ class OpenAIChat:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return stream_body(response, call.model, include_usage=call.include_usage)
 
-    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
-        return error_envelope(kind, message, nearest)
-
-    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
-        return to_body(request, model)
-
-    def from_response(self, data: Any) -> dict[str, Any]:
-        return from_response(data)
+    error_body = staticmethod(error_envelope)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

@@ -48,8 +48,11 @@ from ._common import (
     error_envelope,
     refuse_unfaithful,
 )
+from ._endpoint import LiveEndpoint
+from .openai import LIVE as CHAT_LIVE
 
 __all__ = [
+    "LIVE",
     "NAME",
     "TRANSCRIPTS",
     "OpenAIResponses",
@@ -59,6 +62,11 @@ __all__ = [
 ]
 
 NAME: Final = "openai-responses"
+#: Where the ``openai-responses`` live adapter sends a request: the ``openai`` adapter's
+#: base URL and bearer key, another path.
+LIVE: Final[LiveEndpoint] = msgspec.structs.replace(
+    CHAT_LIVE, adapter="OpenAIResponsesAdapter", shape="a Responses API response", path="/responses"
+)
 #: How many served responses one vendor object remembers for ``previous_response_id``
 #: (least recently used forgotten first).
 TRANSCRIPTS: Final = 2048
@@ -506,6 +514,7 @@ class OpenAIResponses:
 
     name: Final = NAME
     routes: Final = (re.compile(r"/responses/?$"),)
+    live: Final = LIVE
 
     def __init__(self, capacity: int = TRANSCRIPTS) -> None:
         self._served: OrderedDict[str, _Served] = OrderedDict()
@@ -618,7 +627,7 @@ class OpenAIResponses:
     def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
         return error_envelope(kind, message, nearest)
 
-    # -- live
+    # -- live: the module's functions, defined below
 
     def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
         return to_body(request, model)
