@@ -36,10 +36,12 @@ from ._common import (
     VendorCall,
     canonical_arguments,
     collapse_content,
+    read_tools,
     refuse_unfaithful,
     response_id,
 )
 from ._endpoint import EndpointOption, LiveEndpoint
+from ._turns import split_system, turns
 
 __all__ = [
     "LIVE",
@@ -124,7 +126,7 @@ def _tool_use(block: dict[str, Any], where: str) -> dict[str, Any]:
     return {"id": block.get("id"), "name": block.get("name"), "arguments": arguments}
 
 
-def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
+def _messages(message: Any, i: int) -> list[dict[str, Any]]:
     """One Anthropic message as one or more neutral messages."""
     where = f"messages[{i}]"
     if type(message) is not dict:
@@ -138,40 +140,50 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
         return [{"role": role, "content": content}]
     blocks = _blocks(content)
     if role == "user":
-        out: list[dict[str, Any]] = []
-        rest: list[Any] = []
-        for j, block in enumerate(blocks):
-            if type(block) is dict and block.get("type") == "tool_result":
-                out.append(_tool_result(block, f"{where}.content[{j}]"))
-            else:
-                rest.append(block)
-        if rest or not out:
-            out.append({"role": "user", "content": collapse_content(rest)})
-        return out
+        return _user_messages(blocks, where)
     if role == "assistant":
-        calls: list[dict[str, Any]] = []
-        thinking: list[dict[str, Any]] = []
-        rest = []
-        for j, block in enumerate(blocks):
-            kind = block.get("type") if type(block) is dict else None
-            if kind == "tool_use":
-                calls.append(_tool_use(block, f"{where}.content[{j}]"))
-            elif kind in _THINKING:
-                # The model's own thinking sent back was decided by the earlier turns:
-                # not hashed, only carried to a live endpoint (docs/request.md,
-                # "Reasoning sent back").
-                thinking.append(block)
-            else:
-                rest.append(block)
-        neutral: dict[str, Any] = {"role": "assistant"}
-        if rest:
-            neutral["content"] = collapse_content(rest)
-        if calls:
-            neutral["tool_calls"] = calls
-        if thinking:
-            neutral["reasoning"] = {"vendor": NAME, "items": thinking}
-        return [neutral]
+        return [_assistant_message(blocks, where)]
     return [{"role": role, "content": collapse_content(blocks)}]
+
+
+def _user_messages(blocks: list[Any], where: str) -> list[dict[str, Any]]:
+    """A user message's ``tool_result`` blocks as tool messages, in order, then the rest
+    of it as one user message (if anything is left, or nothing was a result)."""
+    out: list[dict[str, Any]] = []
+    rest: list[Any] = []
+    for j, block in enumerate(blocks):
+        if type(block) is dict and block.get("type") == "tool_result":
+            out.append(_tool_result(block, f"{where}.content[{j}]"))
+        else:
+            rest.append(block)
+    if rest or not out:
+        out.append({"role": "user", "content": collapse_content(rest)})
+    return out
+
+
+def _assistant_message(blocks: list[Any], where: str) -> dict[str, Any]:
+    calls: list[dict[str, Any]] = []
+    thinking: list[dict[str, Any]] = []
+    rest = []
+    for j, block in enumerate(blocks):
+        kind = block.get("type") if type(block) is dict else None
+        if kind == "tool_use":
+            calls.append(_tool_use(block, f"{where}.content[{j}]"))
+        elif kind in _THINKING:
+            # The model's own thinking sent back was decided by the earlier turns: not
+            # hashed, only carried to a live endpoint (docs/request.md, "Reasoning sent
+            # back").
+            thinking.append(block)
+        else:
+            rest.append(block)
+    neutral: dict[str, Any] = {"role": "assistant"}
+    if rest:
+        neutral["content"] = collapse_content(rest)
+    if calls:
+        neutral["tool_calls"] = calls
+    if thinking:
+        neutral["reasoning"] = {"vendor": NAME, "items": thinking}
+    return neutral
 
 
 def _tool(tool: Any, i: int) -> dict[str, Any]:
@@ -226,14 +238,12 @@ def read_body(body: Any) -> VendorCall:
         messages.extend(_messages(message, i))
     request: dict[str, Any] = {"messages": messages}
     params = {k: v for k, v in body.items() if k not in _OWNED}
-    tools = body.get("tools")
-    if tools is not None:
-        if type(tools) is not list:
-            raise RequestError("tools must be an array")
-        if tools:
-            request["tools"] = [_tool(t, i) for i, t in enumerate(tools)]
-    if body.get("tool_choice") is not None and "tools" in request:
-        request["tool_choice"] = _read_tool_choice(body["tool_choice"], params)
+    read_tools(
+        body,
+        request,
+        lambda tools: [_tool(t, i) for i, t in enumerate(tools)],
+        lambda choice: _read_tool_choice(choice, params),
+    )
     stop = body.get("stop_sequences")
     if stop is not None:
         params["stop"] = stop
@@ -416,7 +426,36 @@ def _assistant_blocks(message: dict[str, Any]) -> list[Any]:
     return carried + thinking + rest
 
 
-def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
+def _tool_result_block(message: dict[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id")}
+    if message.get("content") is not None:
+        block["content"] = message["content"]
+    return block
+
+
+def _assistant_turn(message: dict[str, Any]) -> dict[str, Any]:
+    blocks = _assistant_blocks(message)
+    for call in message.get("tool_calls", []):
+        try:
+            value = msgspec.json.decode(call["arguments"])
+        except msgspec.DecodeError:
+            value = None
+        if type(value) is not dict:
+            raise RequestError("tool call arguments must be a JSON object for Anthropic")
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": value})
+    return {"role": "assistant", "content": blocks}
+
+
+def _vendor_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": tool["name"],
+        **({"description": tool["description"]} if "description" in tool else {}),
+        "input_schema": tool.get("parameters") or {"type": "object", "properties": {}},
+        **({"strict": True} if tool.get("strict") else {}),
+    }
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The messages body for a plain normalised neutral request (the live adapter's).
 
     Leading system messages become ``system``; consecutive ``tool`` messages become one
@@ -435,65 +474,19 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR
     body: dict[str, Any] = {"model": model, "max_tokens": DEFAULT_MAX_TOKENS, **params}
     if stop is not None:
         body["stop_sequences"] = stop
-    messages = request["messages"]
-    system: list[Any] = []
-    i = 0
-    while i < len(messages) and messages[i]["role"] == "system":
-        system.extend(_vendor_blocks(messages[i].get("content")))
-        i += 1
+    system, conversation = split_system(request["messages"], _vendor_blocks)
     if system:
         body["system"] = collapse_content(system)
-    out: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []  # tool_result blocks waiting for their user turn
-    for message in messages[i:]:
-        role = message["role"]
-        if role == "tool":
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": message.get("tool_call_id"),
-            }
-            if message.get("content") is not None:
-                block["content"] = message["content"]
-            pending.append(block)
-            continue
-        if role == "user":
-            out.append(
-                {"role": "user", "content": pending + _vendor_blocks(message.get("content"))}
-            )
-            pending = []
-            continue
-        if pending:
-            out.append({"role": "user", "content": pending})
-            pending = []
-        if role == "system":
-            raise RequestError(
-                "a system message after the conversation began has no Anthropic form"
-            )
-        blocks = _assistant_blocks(message)
-        for call in message.get("tool_calls", []):
-            try:
-                value = msgspec.json.decode(call["arguments"])
-            except msgspec.DecodeError:
-                value = None
-            if type(value) is not dict:
-                raise RequestError("tool call arguments must be a JSON object for Anthropic")
-            blocks.append(
-                {"type": "tool_use", "id": call["id"], "name": call["name"], "input": value}
-            )
-        out.append({"role": "assistant", "content": blocks})
-    if pending:
-        out.append({"role": "user", "content": pending})
-    body["messages"] = out
+    body["messages"] = turns(
+        conversation,
+        vendor="Anthropic",
+        tool_part=_tool_result_block,
+        user_parts=lambda message: _vendor_blocks(message.get("content")),
+        user_turn=lambda blocks: {"role": "user", "content": blocks},
+        model_turn=_assistant_turn,
+    )
     if request.get("tools"):
-        body["tools"] = [
-            {
-                "name": t["name"],
-                **({"description": t["description"]} if "description" in t else {}),
-                "input_schema": t.get("parameters") or {"type": "object", "properties": {}},
-                **({"strict": True} if t.get("strict") else {}),
-            }
-            for t in request["tools"]
-        ]
+        body["tools"] = [_vendor_tool(t) for t in request["tools"]]
     if "tool_choice" in request:
         body["tool_choice"] = _vendor_choice(request["tool_choice"], parallel)
     elif not parallel and request.get("tools"):

@@ -31,6 +31,7 @@ from ._common import (
     canonical_arguments,
     collapse_content,
     error_envelope,
+    read_tools,
     refuse_unfaithful,
     response_id,
 )
@@ -127,6 +128,10 @@ def _tool(tool: Any, i: int) -> dict[str, Any]:
     return out
 
 
+def _tools(tools: list[Any]) -> list[dict[str, Any]]:
+    return [_tool(tool, i) for i, tool in enumerate(tools)]
+
+
 def _read_tool_choice(choice: Any) -> Any:
     if type(choice) is dict and choice.get("type") == "function":
         function = choice.get("function")
@@ -156,15 +161,7 @@ def read_body(body: Any) -> VendorCall:
         raise RequestError("messages must be an array")
     refuse_unfaithful(body)
     request: dict[str, Any] = {"messages": [_message(m, i) for i, m in enumerate(messages)]}
-    tools = body.get("tools")
-    if tools is not None:
-        if type(tools) is not list:
-            raise RequestError("tools must be an array")
-        if tools:
-            request["tools"] = [_tool(t, i) for i, t in enumerate(tools)]
-    # A tool_choice without tools changes nothing the model can do: not hashed.
-    if body.get("tool_choice") is not None and "tools" in request:
-        request["tool_choice"] = _read_tool_choice(body["tool_choice"])
+    read_tools(body, request, _tools, _read_tool_choice)
     if body.get("response_format") is not None:
         request["response_format"] = body["response_format"]
     params = {k: v for k, v in body.items() if k not in _OWNED}
