@@ -22,12 +22,13 @@ import msgspec
 
 from .._canonical import canonical_json
 from .._errors import RequestError
-from .._response import Response
+from .._response import Response, Unexpressible
 
 __all__ = [
     "NOT_HASHED",
     "MalformedResponse",
     "VendorCall",
+    "arguments_object",
     "canonical_arguments",
     "collapse_content",
     "error_envelope",
@@ -74,6 +75,19 @@ def canonical_arguments(text: str) -> str:
         return canonical_json(value).decode()
     except RequestError:
         return text
+
+
+def arguments_object(arguments: str) -> dict[str, Any]:
+    """A stored call's ``arguments`` text as the object the vendors that take one send
+    (Anthropic's ``input``, Gemini's ``args``); ``Unexpressible`` when it is not a JSON
+    object."""
+    try:
+        value = _decode(arguments)
+    except msgspec.DecodeError:
+        value = None
+    if type(value) is not dict:
+        raise Unexpressible("a stored tool call's arguments are not a JSON object")
+    return value
 
 
 def collapse_content(content: Any) -> Any:

@@ -34,6 +34,7 @@ from ._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
+    arguments_object,
     canonical_arguments,
     collapse_content,
     read_tools,
@@ -270,16 +271,6 @@ def _usage(response: Response) -> dict[str, Any]:
     }
 
 
-def _input(arguments: str) -> dict[str, Any]:
-    try:
-        value = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
-        value = None
-    if type(value) is not dict:
-        raise Unexpressible("a stored tool call's arguments are not a JSON object")
-    return value
-
-
 def _content(response: Response) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if response.reasoning is not None and response.reasoning.vendor == NAME:
@@ -291,7 +282,12 @@ def _content(response: Response) -> list[dict[str, Any]]:
         blocks.append({"type": "text", "text": text})
     for call in response.tool_calls:
         blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": arguments_object(call.arguments),
+            }
         )
     return blocks
 

@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Final
-
-import msgspec
+from typing import Final
 
 from ..._canonical import canonical_json
-from ..._response import Unexpressible
 
 __all__ = [
     "JSON_MIME",
@@ -20,7 +17,6 @@ __all__ = [
     "PARAM_NAMES_BACK",
     "ROUTE",
     "derived_call_id",
-    "stored_args",
 ]
 
 NAME: Final = "gemini"
@@ -61,15 +57,3 @@ def derived_call_id(index: int, name: str, arguments: str) -> str:
     """
     digest = hashlib.sha256(canonical_json([index, name, arguments])).hexdigest()
     return "call_" + digest[:24]
-
-
-def stored_args(arguments: str) -> dict[str, Any]:
-    """A neutral call's ``arguments`` text as the object Gemini's ``args`` is;
-    ``Unexpressible`` when it is not a JSON object."""
-    try:
-        value = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
-        value = None
-    if type(value) is not dict:
-        raise Unexpressible("a stored tool call's arguments are not a JSON object")
-    return value

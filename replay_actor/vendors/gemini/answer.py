@@ -15,9 +15,9 @@ from typing import Any, Final
 import msgspec
 
 from ..._response import Response
-from .._common import canonical_arguments
+from .._common import arguments_object, canonical_arguments
 from .._common import response_id as _response_id
-from ._fields import NAME, derived_call_id, stored_args
+from ._fields import NAME, derived_call_id
 
 __all__ = ["error_body", "response_body", "stream_body"]
 
@@ -76,7 +76,7 @@ def _answer_parts(response: Response) -> tuple[list[dict[str, Any]], list[dict[s
     if text:
         parts.append({"text": text})
     for index, call in enumerate(response.tool_calls):
-        function: dict[str, Any] = {"name": call.name, "args": stored_args(call.arguments)}
+        function: dict[str, Any] = {"name": call.name, "args": arguments_object(call.arguments)}
         if call.id and call.id != derived_call_id(
             index, call.name, canonical_arguments(call.arguments)
         ):

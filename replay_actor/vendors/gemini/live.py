@@ -18,10 +18,10 @@ import msgspec
 from ..._canonical import canonical_json
 from ..._errors import RequestError
 from ..._response import Unexpressible
-from .._common import MalformedResponse, canonical_arguments
+from .._common import MalformedResponse, arguments_object, canonical_arguments
 from .._endpoint import EndpointOption, LiveEndpoint
 from .._turns import split_system, turns
-from ._fields import JSON_MIME, NAME, PARAM_NAMES_BACK, derived_call_id, stored_args
+from ._fields import JSON_MIME, NAME, PARAM_NAMES_BACK, derived_call_id
 
 __all__ = ["LIVE", "from_response", "to_body"]
 
@@ -144,7 +144,7 @@ def _with_reasoning(parts: list[dict[str, Any]], message: dict[str, Any]) -> lis
 
 def _args_for_live(arguments: str) -> dict[str, Any]:
     try:
-        return stored_args(arguments)
+        return arguments_object(arguments)
     except Unexpressible:
         raise RequestError("tool call arguments must be a JSON object for Gemini") from None
 
