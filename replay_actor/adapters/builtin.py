@@ -19,11 +19,11 @@ is also an attribute of this module under its endpoint's ``adapter`` name
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Final, cast
 
 from .._errors import ManifestError
 from ..vendors import Vendor, make_vendor, vendor_names
@@ -100,10 +100,22 @@ def _path(endpoint: LiveEndpoint, config: Mapping[str, Any]) -> str:
     return endpoint.path.format(model=name, **values)
 
 
-@functools.cache
+#: The classes made so far, by name: one class per name, however many threads ask.
+_MADE: dict[str, type[VendorAdapter]] = {}
+_MAKING: Final = threading.Lock()
+
+
 def builtin_adapter(name: str) -> type[VendorAdapter]:
     """The built-in adapter class of the registered vendor shape ``name`` (always the same
     class for a name); ``ValueError`` naming the registered ones for another name."""
+    with _MAKING:
+        made = _MADE.get(name)
+        if made is None:
+            made = _MADE[name] = _make(name)
+    return made
+
+
+def _make(name: str) -> type[VendorAdapter]:
     vendor = make_vendor(name)
     endpoint = vendor.live
     namespace = {
