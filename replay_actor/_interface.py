@@ -19,7 +19,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 from ._errors import ReplayError
 from ._request import RequestLike
 
-__all__ = ["Provider", "complete_each"]
+__all__ = ["Provider", "ReleasedOnExit", "complete_each"]
 
 
 @runtime_checkable
@@ -49,6 +49,20 @@ class Provider(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> Any: ...
+
+
+class ReleasedOnExit:
+    """The context manager a provider class shares: ``with provider:`` releases it when the
+    block ends, however it ends (the class supplies ``release``)."""
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
 
 
 def complete_each(

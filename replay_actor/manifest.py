@@ -205,18 +205,26 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
         rest = {k: v for k, v in provider.values.items() if k != "kind"}
         return _live(provider, rest)
     if kind == "record":
-        provider.check_keys(_RECORD_KEYS, 'kind = "record"')
-        fixture = _path(provider, "fixture", base, required=True)
-        private = _private(provider)
-        overrides = _ceilings(provider)
-        if "live" not in provider.values:
-            raise ManifestError("provider.live is required", key="provider.live")
-        live_table = _Table(provider.values["live"], "provider.live")
-        live = _live(live_table, live_table.values)
-        from .record.provider import RecordingProvider
+        return _record(provider, base)
+    return _replay(provider, base)
 
-        assert fixture is not None
-        return RecordingProvider(fixture, live, private=private, ceilings=Ceilings(**overrides))
+
+def _record(provider: _Table, base: str) -> Provider:
+    provider.check_keys(_RECORD_KEYS, 'kind = "record"')
+    fixture = _path(provider, "fixture", base, required=True)
+    private = _private(provider)
+    overrides = _ceilings(provider)
+    if "live" not in provider.values:
+        raise ManifestError("provider.live is required", key="provider.live")
+    live_table = _Table(provider.values["live"], "provider.live")
+    live = _live(live_table, live_table.values)
+    from .record.provider import RecordingProvider
+
+    assert fixture is not None
+    return RecordingProvider(fixture, live, private=private, ceilings=Ceilings(**overrides))
+
+
+def _replay(provider: _Table, base: str) -> Provider:
     provider.check_keys(_REPLAY_KEYS, 'kind = "replay"')
     backend = provider.choice("backend", BACKENDS, default="local")
     fixture = _path(provider, "fixture", base, required=True)
@@ -229,23 +237,7 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
             key="provider.inspection",
         )
     overrides = _ceilings(provider)
-    extra: dict[str, Any] = {}
-    if "timeout" in provider.values:
-        timeout = provider.values["timeout"]
-        if type(timeout) not in (int, float) or not 0 < timeout < float("inf"):
-            raise ManifestError(
-                "provider.timeout must be a positive number of seconds", key="provider.timeout"
-            )
-        extra["timeout"] = float(timeout)
-    if "inspection_served" in provider.values:
-        served = provider.values["inspection_served"]
-        if type(served) is not bool or (served and inspection is None):
-            raise ManifestError(
-                "provider.inspection_served must be true or false, and true needs "
-                "provider.inspection",
-                key="provider.inspection_served",
-            )
-        extra["inspection_served"] = served
+    extra = _replay_options(provider, inspection)
     assert fixture is not None
     # Both backends explain a miss the same way (the authoring layer's explainer).
     from ._replay import miss_explainer
@@ -272,6 +264,28 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
         **extra,
     )
     return provider_handle
+
+
+def _replay_options(provider: _Table, inspection: str | None) -> dict[str, Any]:
+    """``timeout`` and ``inspection_served``, as ``acquire``'s keyword arguments."""
+    extra: dict[str, Any] = {}
+    if "timeout" in provider.values:
+        timeout = provider.values["timeout"]
+        if type(timeout) not in (int, float) or not 0 < timeout < float("inf"):
+            raise ManifestError(
+                "provider.timeout must be a positive number of seconds", key="provider.timeout"
+            )
+        extra["timeout"] = float(timeout)
+    if "inspection_served" in provider.values:
+        served = provider.values["inspection_served"]
+        if type(served) is not bool or (served and inspection is None):
+            raise ManifestError(
+                "provider.inspection_served must be true or false, and true needs "
+                "provider.inspection",
+                key="provider.inspection_served",
+            )
+        extra["inspection_served"] = served
+    return extra
 
 
 #: The ``[provider]`` keys that hold paths relative to the manifest's folder.

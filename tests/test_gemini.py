@@ -700,7 +700,7 @@ def test_ids_come_from_the_response_not_the_request() -> None:
 
 
 def test_the_registry_routes_gemini_paths() -> None:
-    from replay_actor.integrations._serve import Exchange
+    from replay_actor.integrations.serving import Exchange
 
     exchange = Exchange(None)
     body = json.dumps({"contents": [{"parts": [{"text": "hello"}]}]}).encode()
@@ -708,11 +708,11 @@ def test_the_registry_routes_gemini_paths() -> None:
         (f"/v1beta/models/{MODEL}:generateContent", False),
         (f"/v1/models/{MODEL}:streamGenerateContent", True),
     ):
-        got = exchange.read("POST", path, body)
+        got = exchange.prepare("POST", path, body)
         assert len(got) == 2
         vendor, call = got
         assert vendor.name == "gemini" and (call.model, call.stream) == (MODEL, stream)
-    missing = exchange.read("POST", f"/v1beta/models/{MODEL}:countTokens", body)
+    missing = exchange.prepare("POST", f"/v1beta/models/{MODEL}:countTokens", body)
     assert len(missing) == 3 and missing[0] == 404
 
 

@@ -18,7 +18,7 @@ from google.genai import errors, types
 
 from replay_actor import LiveProviderError, ManifestError, gemini_client, open_provider
 from replay_actor import openai_client as make_openai_client
-from replay_actor.adapters.gemini import GeminiAdapter
+from replay_actor.adapters.builtin import GeminiAdapter
 from tests.gemini_server import SIGNATURE, THOUGHT, GeminiServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]

@@ -19,8 +19,8 @@ import pytest
 from replay_actor import LiveProviderError, ManifestError, ProviderClosed, RequestError
 from replay_actor.adapters._http import _Answer
 from replay_actor.adapters.base import ADAPTER_GROUP, Adapter, load_adapter_factory
+from replay_actor.adapters.builtin import OpenAIAdapter
 from replay_actor.adapters.live import LiveProvider
-from replay_actor.adapters.openai import OpenAIAdapter
 from replay_actor.manifest import open_provider
 from tests.chat_server import ChatServer
 

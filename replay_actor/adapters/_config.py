@@ -88,7 +88,7 @@ class HTTPConfig:
     into its vendor's header.
     """
 
-    def __init__(  # noqa: PLR0912
+    def __init__(
         self,
         config: Mapping[str, Any],
         *,
@@ -97,65 +97,21 @@ class HTTPConfig:
         path: str,
         allowed: frozenset[str] = COMMON_KEYS,
     ) -> None:
-        if not isinstance(config, Mapping):
-            raise ManifestError("the adapter table must be a table")
-        for key in config:
-            if key not in allowed:
-                raise ManifestError(f"unknown key {key!r} for the {name} adapter", key=str(key))
+        # In this order: the first problem of a table is the one reported.
+        _check_keys(config, name, allowed)
         model = string_field(config, "model", None)
         if model is None:
             raise ManifestError("model is required", key="model")
         self.model: str = model
-        base_url = string_field(config, "base_url", default_base_url)
-        assert base_url is not None
-        if not base_url.startswith(("http://", "https://")):
-            raise ManifestError("base_url must start with http:// or https://", key="base_url")
-        if _has_userinfo(base_url):
-            # httpx2 logs every request's URL at INFO: a password there would be in every
-            # log. The credential is not echoed.
-            raise ManifestError(
-                "base_url must not hold credentials (user:password@ before the host); "
-                "give the key through api_key_env or headers",
-                key="base_url",
-            )
-        self.url = base_url.rstrip("/") + path
+        self.url = _base_url(config, default_base_url) + path
         self.timeout = number_field(config, "timeout", 60.0, positive=True)
         self.connect_timeout = number_field(
             config, "connect_timeout", min(10.0, self.timeout), positive=True
         )
-        retries = config.get("max_retries", 2)
-        if type(retries) is not int:
-            raise ManifestError(
-                f"max_retries must be an integer, not {toml_type_name(retries)}", key="max_retries"
-            )
-        if not 0 <= retries <= _MAX_RETRIES_CAP:
-            raise ManifestError(
-                f"max_retries must be between 0 and {_MAX_RETRIES_CAP}", key="max_retries"
-            )
-        self.max_retries: int = retries
+        self.max_retries: int = _max_retries(config)
         self.retry_backoff = number_field(config, "retry_backoff", 0.5, positive=False)
         self.retry_max_wait = number_field(config, "retry_max_wait", 20.0, positive=False)
-        headers = config.get("headers", {})
-        if not isinstance(headers, Mapping):
-            raise ManifestError(
-                f"headers must be a table, not {toml_type_name(headers)}", key="headers"
-            )
-        self.headers: dict[str, str] = {"Content-Type": "application/json"}
-        for header, value in headers.items():
-            if _HEADER_NAME.match(str(header)) is None:
-                raise ManifestError("a key of headers is not an HTTP header name", key="headers")
-            if type(value) is not str:
-                raise ManifestError(f"headers.{header} must be a string", key=f"headers.{header}")
-            if _HEADER_VALUE.match(value) is None:
-                # The HTTP client would raise UnicodeEncodeError quoting the value (it may
-                # be a credential); say what is wrong instead.
-                raise ManifestError(
-                    f"headers.{header} holds a character an HTTP header cannot carry "
-                    "(non-ASCII, a line break or a control character, or surrounding "
-                    "spaces)",
-                    key=f"headers.{header}",
-                )
-            self.headers[str(header)] = value
+        self.headers: dict[str, str] = {"Content-Type": "application/json", **_headers(config)}
         max_bytes = config.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
         if type(max_bytes) is not int or max_bytes < 1:
             raise ManifestError(
@@ -173,6 +129,70 @@ class HTTPConfig:
                     key="api_key_env",
                 )
             self.api_key = _read_key(api_key_env)
+
+
+def _check_keys(config: Mapping[str, Any], name: str, allowed: frozenset[str]) -> None:
+    if not isinstance(config, Mapping):
+        raise ManifestError("the adapter table must be a table")
+    for key in config:
+        if key not in allowed:
+            raise ManifestError(f"unknown key {key!r} for the {name} adapter", key=str(key))
+
+
+def _base_url(config: Mapping[str, Any], default: str) -> str:
+    """``base_url`` (or the vendor's), checked, without a trailing slash."""
+    base_url = string_field(config, "base_url", default)
+    assert base_url is not None
+    if not base_url.startswith(("http://", "https://")):
+        raise ManifestError("base_url must start with http:// or https://", key="base_url")
+    if _has_userinfo(base_url):
+        # httpx2 logs every request's URL at INFO: a password there would be in every
+        # log. The credential is not echoed.
+        raise ManifestError(
+            "base_url must not hold credentials (user:password@ before the host); "
+            "give the key through api_key_env or headers",
+            key="base_url",
+        )
+    return base_url.rstrip("/")
+
+
+def _max_retries(config: Mapping[str, Any]) -> int:
+    retries = config.get("max_retries", 2)
+    if type(retries) is not int:
+        raise ManifestError(
+            f"max_retries must be an integer, not {toml_type_name(retries)}", key="max_retries"
+        )
+    if not 0 <= retries <= _MAX_RETRIES_CAP:
+        raise ManifestError(
+            f"max_retries must be between 0 and {_MAX_RETRIES_CAP}", key="max_retries"
+        )
+    return retries
+
+
+def _headers(config: Mapping[str, Any]) -> dict[str, str]:
+    """The table's ``headers``, each a name and a value an HTTP header can carry."""
+    headers = config.get("headers", {})
+    if not isinstance(headers, Mapping):
+        raise ManifestError(
+            f"headers must be a table, not {toml_type_name(headers)}", key="headers"
+        )
+    checked: dict[str, str] = {}
+    for header, value in headers.items():
+        if _HEADER_NAME.match(str(header)) is None:
+            raise ManifestError("a key of headers is not an HTTP header name", key="headers")
+        if type(value) is not str:
+            raise ManifestError(f"headers.{header} must be a string", key=f"headers.{header}")
+        if _HEADER_VALUE.match(value) is None:
+            # The HTTP client would raise UnicodeEncodeError quoting the value (it may
+            # be a credential); say what is wrong instead.
+            raise ManifestError(
+                f"headers.{header} holds a character an HTTP header cannot carry "
+                "(non-ASCII, a line break or a control character, or surrounding "
+                "spaces)",
+                key=f"headers.{header}",
+            )
+        checked[str(header)] = value
+    return checked
 
 
 def _has_userinfo(url: str) -> bool:

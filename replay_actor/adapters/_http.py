@@ -406,21 +406,24 @@ class HTTPAdapter:
         except self._httpx.HTTPError as exc:
             return self._failure_kind(exc)
 
+    def _settle(self, attempt: int, answer: _Answer | str) -> dict[str, Any] | float:
+        """The neutral response, or the delay before the next attempt; raises the final
+        ``LiveProviderError`` (outside any ``except`` block: nothing rides along)."""
+        if isinstance(answer, str):
+            outcome = self._judge(attempt, None, answer)
+        else:
+            outcome = self._judge(attempt, answer, None)
+        if isinstance(outcome, LiveProviderError):
+            raise outcome
+        return outcome
+
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         body = self._encoded(request)
         attempt = 0
-        while True:
-            answer = self._attempt(body)
-            if isinstance(answer, str):
-                outcome = self._judge(attempt, None, answer)
-            else:
-                outcome = self._judge(attempt, answer, None)
-            if isinstance(outcome, dict):
-                return outcome
-            if isinstance(outcome, LiveProviderError):
-                raise outcome
+        while not isinstance(outcome := self._settle(attempt, self._attempt(body)), dict):
             time.sleep(outcome)
             attempt += 1
+        return outcome
 
     async def acomplete(self, request: dict[str, Any]) -> dict[str, Any]:
         body = self._encoded(request)
@@ -428,18 +431,12 @@ class HTTPAdapter:
         async with self._httpx.AsyncClient(
             timeout=self._timeout, headers=self._headers, follow_redirects=False
         ) as client:
-            while True:
-                answer = await self._aattempt(client, body)
-                if isinstance(answer, str):
-                    outcome = self._judge(attempt, None, answer)
-                else:
-                    outcome = self._judge(attempt, answer, None)
-                if isinstance(outcome, dict):
-                    return outcome
-                if isinstance(outcome, LiveProviderError):
-                    raise outcome
+            while not isinstance(
+                outcome := self._settle(attempt, await self._aattempt(client, body)), dict
+            ):
                 await asyncio.sleep(outcome)
                 attempt += 1
+        return outcome
 
     def close(self) -> None:
         self._client.close()

@@ -4,9 +4,11 @@ Runs in: the caller, when a manifest opens a live or record provider.
 
 An adapter turns the plain normalised neutral request into a vendor call and the
 vendor's answer into the neutral response (``live.LiveProvider`` drives it).
-Adapters are found by name in the entry-point group ``replay_actor.adapters``;
-``openai`` is built in, and is used even when the installed package metadata is stale (an editable
-install whose entry points were never regenerated).
+Adapters are found by name in the entry-point group ``replay_actor.adapters``. Every
+vendor shape of ``vendors.REGISTRY`` is built in under its name (``openai``,
+``anthropic``, ``openai-responses``, ``gemini``; ``builtin.py`` makes each from the
+registry), and is used even when the installed package metadata is stale or lacks it
+(an editable install whose entry points were never regenerated).
 
 An adapter is a class constructed from the manifest's adapter table (every key but
 ``adapter``); it validates its own keys and raises ``ManifestError`` naming the key
@@ -15,14 +17,14 @@ An adapter is a class constructed from the manifest's adapter table (every key b
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, runtime_checkable
 
 from .._errors import ManifestError
+from ..vendors import vendor_names
 
-__all__ = ["ADAPTER_GROUP", "BUILTIN_ADAPTERS", "Adapter", "AdapterFactory", "load_adapter_factory"]
+__all__ = ["ADAPTER_GROUP", "Adapter", "AdapterFactory", "builtin_names", "load_adapter_factory"]
 
 #: The entry-point group third-party adapters register under.
 ADAPTER_GROUP: Final = "replay_actor.adapters"
@@ -57,21 +59,17 @@ class Adapter(Protocol):
 AdapterFactory = Callable[[Mapping[str, Any]], Adapter]
 
 
-#: Adapters that ship with replay-actor: module and class, imported on first use.
-BUILTIN_ADAPTERS: Final = {
-    "openai": ("replay_actor.adapters.openai", "OpenAIAdapter"),
-    "anthropic": ("replay_actor.adapters.anthropic", "AnthropicAdapter"),
-    "gemini": ("replay_actor.adapters.gemini", "GeminiAdapter"),
-}
+def builtin_names() -> tuple[str, ...]:
+    """The built-in adapters' names: every registered vendor shape's."""
+    return vendor_names()
 
 
 def _builtin(name: str) -> AdapterFactory | None:
-    location = BUILTIN_ADAPTERS.get(name)
-    if location is None:
+    if name not in vendor_names():
         return None
-    module, attribute = location
-    factory: AdapterFactory = getattr(importlib.import_module(module), attribute)
-    return factory
+    from .builtin import builtin_adapter
+
+    return builtin_adapter(name)
 
 
 def load_adapter_factory(name: str) -> AdapterFactory:
@@ -91,6 +89,6 @@ def load_adapter_factory(name: str) -> AdapterFactory:
         return builtin
     if not problem:
         known = sorted({ep.name for ep in importlib.metadata.entry_points(group=ADAPTER_GROUP)})
-        known = sorted({*known, *BUILTIN_ADAPTERS})
+        known = sorted({*known, *builtin_names()})
         problem = f"unknown adapter {name!r} (known: {', '.join(known)})"
     raise ManifestError(problem, key="adapter")

@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any
 
 import msgspec
 
 from .._errors import ProviderClosed, ReplayError
-from .._interface import complete_each
+from .._interface import ReleasedOnExit, complete_each
 from .._request import RequestLike, canonical_request_and_reasoning
 from ..vendors._common import refuse_unfaithful
 from .base import Adapter
@@ -67,7 +66,7 @@ def _refuse(plain: dict[str, Any]) -> None:
         refuse_unfaithful(params, "params.", stream=True)
 
 
-class LiveProvider:
+class LiveProvider(ReleasedOnExit):
     """A provider that asks a live model through an adapter.
 
     Same interface as the replay provider: ``complete``, ``acomplete``, ``snapshot``,
@@ -156,17 +155,6 @@ class LiveProvider:
                 return
             self._closed = True
         self._adapter.close()
-
-    def __enter__(self) -> LiveProvider:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

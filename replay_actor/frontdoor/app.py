@@ -10,9 +10,10 @@ provider is asked:
 2. the body bound: a declared ``content-length`` above it is refused at once and a body
    that grows past it is refused as soon as it does (413); the body is read chunk by
    chunk, so no more than the bound is ever held;
-3. the rest is :class:`~replay_actor.integrations._serve.AsyncServing` with ``api=None``:
-   routing by path to every registered vendor, the ``x-replay-scope`` header, the provider
-   asked exactly once, every failure an answer with ``x-should-retry: false``.
+3. the rest is :class:`~replay_actor.integrations.serving.AsyncServing` with ``api=None``,
+   given the raw headers: routing by path to every registered vendor, the
+   ``x-replay-scope`` header, the provider asked exactly once, every failure an answer
+   with ``x-should-retry: false``.
 
 Every answer of this module is in the vendor's own error envelope (chosen by the path),
 so the vendor's SDK raises it as its own exception, and none carries a request hash.
@@ -24,10 +25,7 @@ import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
-import msgspec
-
-from ..integrations._serve import SCOPE_HEADER, Answer, AsyncServing
-from ..vendors import Vendor, make_vendor, vendor_names
+from ..integrations.serving import Answer, AsyncServing, Exchange
 
 __all__ = ["MAX_BODY_BYTES", "FrontDoorApp"]
 
@@ -39,9 +37,6 @@ MAX_BODY_BYTES: Final = 32 * 1024 * 1024
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-
-_SCOPE_KEY: Final = SCOPE_HEADER.encode()
-_encode: Final = msgspec.json.encode
 
 
 class _TooLarge(Exception):
@@ -66,9 +61,9 @@ class FrontDoorApp:
         self._token = token.encode()
         self._bearer = b"bearer " + self._token
         self._max_body = max_body_bytes
-        # Only for the envelopes of the answers made here (401, 413): their own objects,
-        # so no state of the serving vendors is touched.
-        self._envelopes: tuple[Vendor, ...] = tuple(make_vendor(n) for n in vendor_names())
+        # Only for the envelopes of the answers made here (401, 413): its own vendor
+        # objects, so no state of the serving vendors is touched.
+        self._envelopes = Exchange(None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,7 +74,7 @@ class FrontDoorApp:
         if not self._authorised(headers):
             await _send(
                 send,
-                self._refusal(
+                self._envelopes.refusal(
                     path,
                     401,
                     "unauthorized",
@@ -93,7 +88,7 @@ class FrontDoorApp:
         except _TooLarge:
             await _send(
                 send,
-                self._refusal(
+                self._envelopes.refusal(
                     path,
                     413,
                     "request_too_large",
@@ -103,17 +98,12 @@ class FrontDoorApp:
             return
         except _Gone:
             return
-        scope_header = None
-        for name, value in headers:
-            if name == _SCOPE_KEY:
-                scope_header = {SCOPE_HEADER: _header_text(value)}
-                break
         try:
-            answer = await self._serving.serve(scope["method"], path, body, scope_header)
+            answer = await self._serving.serve(scope["method"], path, body, headers)
         except Exception as exc:
             # serve answers every failure itself; this is a bug. Still an answer the SDKs
             # do not retry (a 500 from the server would be retried), naming only the type.
-            answer = self._refusal(
+            answer = self._envelopes.refusal(
                 path, 500, "replay_internal_error", f"internal error ({type(exc).__name__})"
             )
         await _send(send, answer)
@@ -153,38 +143,16 @@ class FrontDoorApp:
                 break
         return b"".join(chunks)
 
-    def _refusal(self, path: str, status: int, kind: str, message: str) -> Answer:
-        vendor = self._envelopes[0]
-        for candidate in self._envelopes:
-            if any(route.search(path) for route in candidate.routes):
-                vendor = candidate
-                break
-        return (
-            status,
-            [("content-type", "application/json"), ("x-should-retry", "false")],
-            _encode(vendor.error_body(kind, message, None)),
-        )
-
-
-def _header_text(value: bytes) -> str:
-    # As httpx reads a header (so the in-process transports see the same text): UTF-8
-    # when it is, else Latin-1.
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return value.decode("latin-1")
-
 
 async def _send(send: Send, answer: Answer) -> None:
-    status, headers, body = answer
     await send(
         {
             "type": "http.response.start",
-            "status": status,
+            "status": answer.status,
             "headers": [
-                *((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers),
-                (b"content-length", str(len(body)).encode()),
+                *((k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers),
+                (b"content-length", str(len(answer.body)).encode()),
             ],
         }
     )
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": answer.body})

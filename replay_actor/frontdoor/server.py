@@ -33,7 +33,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from ..integrations._serve import AsyncServing
+from ..integrations.serving import AsyncServing
 from .app import MAX_BODY_BYTES, FrontDoorApp
 
 if TYPE_CHECKING:

@@ -1,9 +1,11 @@
 """Integrations: where replay-actor meets the code people already have.
 
-HTTP transports and vendor SDK clients (docs/sdk.md); the Inspect AI model provider
-(docs/inspect.md), the pydantic-ai model (docs/pydantic-ai.md) and the pytest plugin
-(docs/pytest.md). Each imports its framework lazily, at its own import (the core never
-needs it), and takes any provider from ``open_provider``, so replay, live and record all
-reach it unchanged. Frameworks find theirs through their own entry points
-(``inspect_ai``, ``pytest11``) or an explicit import (``replay_actor.pydantic_ai``).
+HTTP transports and vendor SDK clients (docs/sdk.md), which serve through ``serving``
+(one HTTP exchange: route, read, ask the provider once, answer; the front door's too);
+the Inspect AI model provider (docs/inspect.md), the pydantic-ai model
+(docs/pydantic-ai.md) and the pytest plugin (docs/pytest.md). Each imports its framework
+lazily, at its own import (the core never needs it), and takes any provider from
+``open_provider``, so replay, live and record all reach it unchanged. Frameworks find
+theirs through their own entry points (``inspect_ai``, ``pytest11``) or an explicit
+import (``replay_actor.pydantic_ai``).
 """

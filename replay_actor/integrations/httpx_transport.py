@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import httpx
 
-from ._serve import Answer, AsyncServing, Serving
+from .serving import Answer, AsyncServing, Serving
 
 __all__ = ["AsyncHttpxProviderTransport", "HttpxProviderTransport"]
 
 
 def _response(answer: Answer) -> httpx.Response:
-    status, headers, body = answer
-    return httpx.Response(status, headers=headers, content=body)
+    return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
 
 
 class HttpxProviderTransport(Serving, httpx.BaseTransport):

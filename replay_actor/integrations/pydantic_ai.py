@@ -200,12 +200,30 @@ class _Mapper:
     def __init__(self, model: ReplayModel) -> None:
         self._model = model
 
-    def request(  # noqa: PLR0912
+    def request(
         self,
         messages: Sequence[ModelMessage],
         settings: ModelSettings | None,
         parameters: ModelRequestParameters,
     ) -> dict[str, Any]:
+        request: dict[str, Any] = {"messages": self._messages(messages, parameters)}
+        tools, choice = _offered_tools(settings, parameters)
+        if tools:
+            request["tools"] = [_tool(tool) for tool in tools.values()]
+            request["tool_choice"] = choice
+        response_format = _response_format(parameters)
+        if response_format is not None:
+            request["response_format"] = response_format
+        params = _params(settings or {}, bool(tools))
+        if params:
+            request["params"] = params
+        return request
+
+    def _messages(
+        self, messages: Sequence[ModelMessage], parameters: ModelRequestParameters
+    ) -> list[dict[str, Any]]:
+        """The neutral messages, the model's instructions as system messages after the
+        leading ones."""
         out: list[dict[str, Any]] = []
         for message in messages:
             if isinstance(message, ModelRequest):
@@ -220,39 +238,42 @@ class _Mapper:
             while leading < len(out) and out[leading]["role"] == "system":
                 leading += 1
             out[leading:leading] = [{"role": "system", "content": i.content} for i in instructions]
-        request: dict[str, Any] = {"messages": out}
-        tools = dict(parameters.tool_defs)
-        choice: Any = None
-        if tools:
-            resolved = resolve_tool_choice(settings, parameters)
-            if isinstance(resolved, tuple):
-                mode, names = resolved
-                tools = {name: tool for name, tool in tools.items() if name in names}
-                choice = (
-                    {"name": next(iter(names))} if mode == "required" and len(names) == 1 else mode
-                )
-            else:
-                choice = resolved
-        if tools:
-            request["tools"] = [_tool(tool) for tool in tools.values()]
-            request["tool_choice"] = choice
-        if parameters.output_mode == "native" and parameters.output_object is not None:
-            output = parameters.output_object
-            schema: dict[str, Any] = {
-                "name": output.name or "final_result",
-                "schema": output.json_schema,
-            }
-            if output.description:
-                schema["description"] = output.description
-            if output.strict is not None:
-                schema["strict"] = output.strict
-            request["response_format"] = {"type": "json_schema", "json_schema": schema}
-        elif parameters.output_mode == "prompted":
-            request["response_format"] = {"type": "json_object"}
-        params = _params(settings or {}, bool(tools))
-        if params:
-            request["params"] = params
-        return request
+        return out
+
+
+def _offered_tools(
+    settings: ModelSettings | None, parameters: ModelRequestParameters
+) -> tuple[dict[str, ToolDefinition], Any]:
+    """The tools offered to the model (those the tool choice allows) and the neutral
+    tool choice."""
+    tools = dict(parameters.tool_defs)
+    choice: Any = None
+    if tools:
+        resolved = resolve_tool_choice(settings, parameters)
+        if isinstance(resolved, tuple):
+            mode, names = resolved
+            tools = {name: tool for name, tool in tools.items() if name in names}
+            choice = {"name": next(iter(names))} if mode == "required" and len(names) == 1 else mode
+        else:
+            choice = resolved
+    return tools, choice
+
+
+def _response_format(parameters: ModelRequestParameters) -> dict[str, Any] | None:
+    if parameters.output_mode == "native" and parameters.output_object is not None:
+        output = parameters.output_object
+        schema: dict[str, Any] = {
+            "name": output.name or "final_result",
+            "schema": output.json_schema,
+        }
+        if output.description:
+            schema["description"] = output.description
+        if output.strict is not None:
+            schema["strict"] = output.strict
+        return {"type": "json_schema", "json_schema": schema}
+    if parameters.output_mode == "prompted":
+        return {"type": "json_object"}
+    return None
 
 
 # -- neutral response -> pydantic-ai ------------------------------------------------------------

@@ -75,60 +75,60 @@ def _build(
     return client
 
 
-def openai_client(manifest: Manifest, **sdk_kwargs: Any) -> openai.OpenAI:
-    """An ``openai.OpenAI`` whose chat completions the manifest's provider answers."""
+def _on_transport(
+    manifest: Manifest,
+    sdk_kwargs: dict[str, Any],
+    api: str,
+    client_class: Callable[..., _T],
+    *,
+    asynchronous: bool,
+) -> _T:
+    """``client_class(http_client=..., **sdk_kwargs)`` over an httpx2 client whose
+    transport answers ``api`` from the manifest's provider (``acomplete`` when
+    ``asynchronous``)."""
     import httpx2
-    import openai
 
-    from .transport import ProviderTransport
+    from .transport import AsyncProviderTransport, ProviderTransport
 
-    def make(provider: Provider, kwargs: dict[str, Any]) -> openai.OpenAI:
-        http = httpx2.Client(transport=ProviderTransport(provider, "openai"))
-        return openai.OpenAI(http_client=http, **kwargs)
+    def make(provider: Provider, kwargs: dict[str, Any]) -> _T:
+        http: httpx2.Client | httpx2.AsyncClient
+        if asynchronous:
+            http = httpx2.AsyncClient(transport=AsyncProviderTransport(provider, api))
+        else:
+            http = httpx2.Client(transport=ProviderTransport(provider, api))
+        return client_class(http_client=http, **kwargs)
 
     return _build(manifest, sdk_kwargs, make)
+
+
+def openai_client(manifest: Manifest, **sdk_kwargs: Any) -> openai.OpenAI:
+    """An ``openai.OpenAI`` whose chat completions the manifest's provider answers."""
+    import openai
+
+    return _on_transport(manifest, sdk_kwargs, "openai", openai.OpenAI, asynchronous=False)
 
 
 def async_openai_client(manifest: Manifest, **sdk_kwargs: Any) -> openai.AsyncOpenAI:
     """An ``openai.AsyncOpenAI`` on the provider's native async path (``acomplete``)."""
-    import httpx2
     import openai
 
-    from .transport import AsyncProviderTransport
-
-    def make(provider: Provider, kwargs: dict[str, Any]) -> openai.AsyncOpenAI:
-        http = httpx2.AsyncClient(transport=AsyncProviderTransport(provider, "openai"))
-        return openai.AsyncOpenAI(http_client=http, **kwargs)
-
-    return _build(manifest, sdk_kwargs, make)
+    return _on_transport(manifest, sdk_kwargs, "openai", openai.AsyncOpenAI, asynchronous=True)
 
 
 def anthropic_client(manifest: Manifest, **sdk_kwargs: Any) -> anthropic.Anthropic:
     """An ``anthropic.Anthropic`` whose messages the manifest's provider answers."""
     import anthropic
-    import httpx2
 
-    from .transport import ProviderTransport
-
-    def make(provider: Provider, kwargs: dict[str, Any]) -> anthropic.Anthropic:
-        http = httpx2.Client(transport=ProviderTransport(provider, "anthropic"))
-        return anthropic.Anthropic(http_client=http, **kwargs)
-
-    return _build(manifest, sdk_kwargs, make)
+    return _on_transport(manifest, sdk_kwargs, "anthropic", anthropic.Anthropic, asynchronous=False)
 
 
 def async_anthropic_client(manifest: Manifest, **sdk_kwargs: Any) -> anthropic.AsyncAnthropic:
     """An ``anthropic.AsyncAnthropic`` on the provider's native async path."""
     import anthropic
-    import httpx2
 
-    from .transport import AsyncProviderTransport
-
-    def make(provider: Provider, kwargs: dict[str, Any]) -> anthropic.AsyncAnthropic:
-        http = httpx2.AsyncClient(transport=AsyncProviderTransport(provider, "anthropic"))
-        return anthropic.AsyncAnthropic(http_client=http, **kwargs)
-
-    return _build(manifest, sdk_kwargs, make)
+    return _on_transport(
+        manifest, sdk_kwargs, "anthropic", anthropic.AsyncAnthropic, asynchronous=True
+    )
 
 
 #: ``HttpOptions`` fields replay-actor sets itself: the HTTP clients (so the provider,

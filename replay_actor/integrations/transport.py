@@ -3,7 +3,7 @@
 ``ProviderTransport`` and ``AsyncProviderTransport`` are what the ``openai`` (3.x) and
 ``anthropic`` SDKs send through once a client is built on them: the application keeps its
 own client and its calls, and the provider from ``open_provider`` (replay, live or
-record) answers. Routing, mapping and failure answers are in ``_serve``; these classes
+record) answers. Routing, mapping and failure answers are ``serving``'s; these classes
 only carry bytes between the HTTP client library and the provider, asking it exactly
 once per request (the sync one calls ``complete``, the async one awaits ``acomplete``,
 so no worker thread is involved).
@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import httpx2
 
-from ._serve import Answer, AsyncServing, Serving
+from .serving import Answer, AsyncServing, Serving
 
 __all__ = ["AsyncProviderTransport", "ProviderTransport"]
 
 
 def _response(answer: Answer) -> httpx2.Response:
-    status, headers, body = answer
-    return httpx2.Response(status, headers=headers, content=body)
+    return httpx2.Response(answer.status, headers=answer.headers, content=answer.body)
 
 
 class ProviderTransport(Serving, httpx2.BaseTransport):

@@ -35,7 +35,6 @@ import asyncio
 import os
 import threading
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Any, Final
 
 import msgspec
@@ -49,7 +48,7 @@ from .._errors import (
     RequestError,
     SequenceExhausted,
 )
-from .._interface import complete_each
+from .._interface import ReleasedOnExit, complete_each
 from .._request import RequestLike, canonical_request
 from ..adapters.live import LiveProvider, prepare_request
 from ..files.durable import atomic_write, fsync_dir, release_lock, remove_stale_temps, take_lock
@@ -132,7 +131,7 @@ def _serialise(table: dict[str, _Value]) -> bytes:
     return b"".join(lines)
 
 
-class RecordingProvider:
+class RecordingProvider(ReleasedOnExit):
     """Answers from the fixture when it can, records live answers when it cannot.
 
     Same interface as every provider (``complete``, ``acomplete``, ``snapshot``,
@@ -371,17 +370,6 @@ class RecordingProvider:
             finally:
                 self._unlock()
         self._live.release()
-
-    def __enter__(self) -> RecordingProvider:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

@@ -1,15 +1,28 @@
 """The vendor shapes: the one place a vendor's wire format is read or written, behind one
 contract (:class:`Vendor`) and one registry (docs/sdk.md, "The mapping").
 
-Each vendor API is a module of this package holding one class that satisfies
-:class:`Vendor`; :data:`REGISTRY` names it. The transports (``integrations/_serve.py``),
-the front door and the CLI's ``--from`` find vendors here and nowhere else, so a new
-vendor shape is a new module plus one registry line::
+Each vendor API is a module (or package) of this package holding one class that
+satisfies :class:`Vendor`; :data:`REGISTRY` names it. It is the one list of shapes for
+replay, live and record alike: the transports (``integrations/serving.py``), the front
+door and the CLI's ``--from`` find vendors here and nowhere else, and every registered
+shape is a built-in live adapter under its name (``adapters/builtin.py`` makes it from the
+shape's ``live`` endpoint, ``to_body`` and ``from_response``). A new vendor shape is a
+new module plus one registry line::
 
     SDK body --read_body--> VendorCall(neutral request, how to answer)
     provider.complete(request) --> response dict --read_response--> Response
     Response --response_body | stream_body--> vendor JSON | vendor server-sent events
     neutral request --to_body--> live body;  live answer --from_response--> response dict
+    live: LiveEndpoint (base URL, path, key header, own keys) --> the live adapter
+
+::
+
+    _common.py    rules every shape shares (arguments, one-text-part content, refusals)
+    _endpoint.py  LiveEndpoint: where a shape's live adapter sends a request
+    openai.py     chat completions
+    anthropic.py  messages
+    openai_responses/  the Responses API (its memory of served responses included)
+    gemini/       generateContent
 
 A ``Vendor`` object is made per serving provider (:func:`make_vendor`), so a shape that
 must remember what it served (the Responses API's ``previous_response_id``) keeps that
@@ -25,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 if TYPE_CHECKING:
     from .._response import Response
     from ._common import VendorCall
+    from ._endpoint import LiveEndpoint
 
 __all__ = ["REGISTRY", "Vendor", "make_vendor", "served_with", "vendor_names"]
 
@@ -32,11 +46,23 @@ __all__ = ["REGISTRY", "Vendor", "make_vendor", "served_with", "vendor_names"]
 class Vendor(Protocol):
     """One vendor API's mapping to and from the neutral request and response."""
 
-    #: The registry name (``openai``, ``anthropic``, ...): ``api=`` of the transports,
-    #: ``--from`` of the CLI.
-    name: str
-    #: ``POST`` paths this API answers, matched with ``search`` against the URL path.
-    routes: tuple[re.Pattern[str], ...]
+    @property
+    def name(self) -> str:
+        """The registry name (``openai``, ``anthropic``, ...): ``api=`` of the transports,
+        ``--from`` of the CLI, ``adapter =`` of a manifest."""
+        ...
+
+    @property
+    def routes(self) -> tuple[re.Pattern[str], ...]:
+        """``POST`` paths this API answers, matched with ``search`` against the URL path."""
+        ...
+
+    @property
+    def live(self) -> LiveEndpoint:
+        """Where its live adapter sends a request (base URL, path, how the key travels,
+        keys of its own); ``adapters/builtin.py`` makes the adapter from it, ``to_body``
+        and ``from_response``."""
+        ...
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         """The neutral request and call options for a decoded request body (``path``, the

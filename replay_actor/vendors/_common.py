@@ -15,22 +15,24 @@ and frameworks, so they live in one place:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import msgspec
 
 from .._canonical import canonical_json
 from .._errors import RequestError
-from .._response import Response
+from .._response import Response, Unexpressible
 
 __all__ = [
     "NOT_HASHED",
     "MalformedResponse",
     "VendorCall",
+    "arguments_object",
     "canonical_arguments",
     "collapse_content",
     "error_envelope",
+    "read_tools",
     "refuse_unfaithful",
     "response_id",
 ]
@@ -73,6 +75,19 @@ def canonical_arguments(text: str) -> str:
         return canonical_json(value).decode()
     except RequestError:
         return text
+
+
+def arguments_object(arguments: str) -> dict[str, Any]:
+    """A stored call's ``arguments`` text as the object the vendors that take one send
+    (Anthropic's ``input``, Gemini's ``args``); ``Unexpressible`` when it is not a JSON
+    object."""
+    try:
+        value = _decode(arguments)
+    except msgspec.DecodeError:
+        value = None
+    if type(value) is not dict:
+        raise Unexpressible("a stored tool call's arguments are not a JSON object")
+    return value
 
 
 def collapse_content(content: Any) -> Any:
@@ -148,3 +163,31 @@ def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: boo
         raise RequestError(f"{where}modalities other than ['text'] cannot be replayed or recorded")
     if stream and "stream" in fields:
         raise RequestError(f"{where}stream cannot be set in params (the adapter owns it)")
+
+
+def read_tools(
+    body: Mapping[str, Any],
+    request: dict[str, Any],
+    tools: Callable[[list[Any]], list[dict[str, Any]]],
+    choice: Callable[[Any], Any],
+    *,
+    choice_key: str = "tool_choice",
+) -> None:
+    """A body's tools (``tools``, read by ``tools``) and tool choice (``choice_key``, read
+    by ``choice``) into the neutral ``request``.
+
+    No tools (absent, or an empty array) says nothing, and neither does a tool choice
+    without tools: it changes nothing the model can do, so it is not hashed.
+    """
+    raw = body.get("tools")
+    if raw is not None:
+        if type(raw) is not list:
+            raise RequestError("tools must be an array")
+        made = tools(raw) if raw else []
+        if made:
+            request["tools"] = made
+    raw_choice = body.get(choice_key)
+    if raw_choice is not None and "tools" in request:
+        chosen = choice(raw_choice)
+        if chosen is not None:
+            request["tool_choice"] = chosen

@@ -34,15 +34,21 @@ from ._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
+    arguments_object,
     canonical_arguments,
     collapse_content,
+    read_tools,
     refuse_unfaithful,
     response_id,
 )
+from ._endpoint import EndpointOption, LiveEndpoint
+from ._turns import split_system, turns
 
 __all__ = [
+    "LIVE",
     "AnthropicMessages",
     "Unexpressible",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
@@ -121,7 +127,7 @@ def _tool_use(block: dict[str, Any], where: str) -> dict[str, Any]:
     return {"id": block.get("id"), "name": block.get("name"), "arguments": arguments}
 
 
-def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
+def _messages(message: Any, i: int) -> list[dict[str, Any]]:
     """One Anthropic message as one or more neutral messages."""
     where = f"messages[{i}]"
     if type(message) is not dict:
@@ -135,40 +141,50 @@ def _messages(message: Any, i: int) -> list[dict[str, Any]]:  # noqa: PLR0912
         return [{"role": role, "content": content}]
     blocks = _blocks(content)
     if role == "user":
-        out: list[dict[str, Any]] = []
-        rest: list[Any] = []
-        for j, block in enumerate(blocks):
-            if type(block) is dict and block.get("type") == "tool_result":
-                out.append(_tool_result(block, f"{where}.content[{j}]"))
-            else:
-                rest.append(block)
-        if rest or not out:
-            out.append({"role": "user", "content": collapse_content(rest)})
-        return out
+        return _user_messages(blocks, where)
     if role == "assistant":
-        calls: list[dict[str, Any]] = []
-        thinking: list[dict[str, Any]] = []
-        rest = []
-        for j, block in enumerate(blocks):
-            kind = block.get("type") if type(block) is dict else None
-            if kind == "tool_use":
-                calls.append(_tool_use(block, f"{where}.content[{j}]"))
-            elif kind in _THINKING:
-                # The model's own thinking sent back was decided by the earlier turns:
-                # not hashed, only carried to a live endpoint (docs/request.md,
-                # "Reasoning sent back").
-                thinking.append(block)
-            else:
-                rest.append(block)
-        neutral: dict[str, Any] = {"role": "assistant"}
-        if rest:
-            neutral["content"] = collapse_content(rest)
-        if calls:
-            neutral["tool_calls"] = calls
-        if thinking:
-            neutral["reasoning"] = {"vendor": NAME, "items": thinking}
-        return [neutral]
+        return [_assistant_message(blocks, where)]
     return [{"role": role, "content": collapse_content(blocks)}]
+
+
+def _user_messages(blocks: list[Any], where: str) -> list[dict[str, Any]]:
+    """A user message's ``tool_result`` blocks as tool messages, in order, then the rest
+    of it as one user message (if anything is left, or nothing was a result)."""
+    out: list[dict[str, Any]] = []
+    rest: list[Any] = []
+    for j, block in enumerate(blocks):
+        if type(block) is dict and block.get("type") == "tool_result":
+            out.append(_tool_result(block, f"{where}.content[{j}]"))
+        else:
+            rest.append(block)
+    if rest or not out:
+        out.append({"role": "user", "content": collapse_content(rest)})
+    return out
+
+
+def _assistant_message(blocks: list[Any], where: str) -> dict[str, Any]:
+    calls: list[dict[str, Any]] = []
+    thinking: list[dict[str, Any]] = []
+    rest = []
+    for j, block in enumerate(blocks):
+        kind = block.get("type") if type(block) is dict else None
+        if kind == "tool_use":
+            calls.append(_tool_use(block, f"{where}.content[{j}]"))
+        elif kind in _THINKING:
+            # The model's own thinking sent back was decided by the earlier turns: not
+            # hashed, only carried to a live endpoint (docs/request.md, "Reasoning sent
+            # back").
+            thinking.append(block)
+        else:
+            rest.append(block)
+    neutral: dict[str, Any] = {"role": "assistant"}
+    if rest:
+        neutral["content"] = collapse_content(rest)
+    if calls:
+        neutral["tool_calls"] = calls
+    if thinking:
+        neutral["reasoning"] = {"vendor": NAME, "items": thinking}
+    return neutral
 
 
 def _tool(tool: Any, i: int) -> dict[str, Any]:
@@ -223,14 +239,12 @@ def read_body(body: Any) -> VendorCall:
         messages.extend(_messages(message, i))
     request: dict[str, Any] = {"messages": messages}
     params = {k: v for k, v in body.items() if k not in _OWNED}
-    tools = body.get("tools")
-    if tools is not None:
-        if type(tools) is not list:
-            raise RequestError("tools must be an array")
-        if tools:
-            request["tools"] = [_tool(t, i) for i, t in enumerate(tools)]
-    if body.get("tool_choice") is not None and "tools" in request:
-        request["tool_choice"] = _read_tool_choice(body["tool_choice"], params)
+    read_tools(
+        body,
+        request,
+        lambda tools: [_tool(t, i) for i, t in enumerate(tools)],
+        lambda choice: _read_tool_choice(choice, params),
+    )
     stop = body.get("stop_sequences")
     if stop is not None:
         params["stop"] = stop
@@ -257,16 +271,6 @@ def _usage(response: Response) -> dict[str, Any]:
     }
 
 
-def _input(arguments: str) -> dict[str, Any]:
-    try:
-        value = msgspec.json.decode(arguments)
-    except msgspec.DecodeError:
-        value = None
-    if type(value) is not dict:
-        raise Unexpressible("a stored tool call's arguments are not a JSON object")
-    return value
-
-
 def _content(response: Response) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     if response.reasoning is not None and response.reasoning.vendor == NAME:
@@ -278,7 +282,12 @@ def _content(response: Response) -> list[dict[str, Any]]:
         blocks.append({"type": "text", "text": text})
     for call in response.tool_calls:
         blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": arguments_object(call.arguments),
+            }
         )
     return blocks
 
@@ -413,7 +422,36 @@ def _assistant_blocks(message: dict[str, Any]) -> list[Any]:
     return carried + thinking + rest
 
 
-def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
+def _tool_result_block(message: dict[str, Any]) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.get("tool_call_id")}
+    if message.get("content") is not None:
+        block["content"] = message["content"]
+    return block
+
+
+def _assistant_turn(message: dict[str, Any]) -> dict[str, Any]:
+    blocks = _assistant_blocks(message)
+    for call in message.get("tool_calls", []):
+        try:
+            value = msgspec.json.decode(call["arguments"])
+        except msgspec.DecodeError:
+            value = None
+        if type(value) is not dict:
+            raise RequestError("tool call arguments must be a JSON object for Anthropic")
+        blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"], "input": value})
+    return {"role": "assistant", "content": blocks}
+
+
+def _vendor_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": tool["name"],
+        **({"description": tool["description"]} if "description" in tool else {}),
+        "input_schema": tool.get("parameters") or {"type": "object", "properties": {}},
+        **({"strict": True} if tool.get("strict") else {}),
+    }
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The messages body for a plain normalised neutral request (the live adapter's).
 
     Leading system messages become ``system``; consecutive ``tool`` messages become one
@@ -432,65 +470,19 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:  # noqa: PLR
     body: dict[str, Any] = {"model": model, "max_tokens": DEFAULT_MAX_TOKENS, **params}
     if stop is not None:
         body["stop_sequences"] = stop
-    messages = request["messages"]
-    system: list[Any] = []
-    i = 0
-    while i < len(messages) and messages[i]["role"] == "system":
-        system.extend(_vendor_blocks(messages[i].get("content")))
-        i += 1
+    system, conversation = split_system(request["messages"], _vendor_blocks)
     if system:
         body["system"] = collapse_content(system)
-    out: list[dict[str, Any]] = []
-    pending: list[dict[str, Any]] = []  # tool_result blocks waiting for their user turn
-    for message in messages[i:]:
-        role = message["role"]
-        if role == "tool":
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": message.get("tool_call_id"),
-            }
-            if message.get("content") is not None:
-                block["content"] = message["content"]
-            pending.append(block)
-            continue
-        if role == "user":
-            out.append(
-                {"role": "user", "content": pending + _vendor_blocks(message.get("content"))}
-            )
-            pending = []
-            continue
-        if pending:
-            out.append({"role": "user", "content": pending})
-            pending = []
-        if role == "system":
-            raise RequestError(
-                "a system message after the conversation began has no Anthropic form"
-            )
-        blocks = _assistant_blocks(message)
-        for call in message.get("tool_calls", []):
-            try:
-                value = msgspec.json.decode(call["arguments"])
-            except msgspec.DecodeError:
-                value = None
-            if type(value) is not dict:
-                raise RequestError("tool call arguments must be a JSON object for Anthropic")
-            blocks.append(
-                {"type": "tool_use", "id": call["id"], "name": call["name"], "input": value}
-            )
-        out.append({"role": "assistant", "content": blocks})
-    if pending:
-        out.append({"role": "user", "content": pending})
-    body["messages"] = out
+    body["messages"] = turns(
+        conversation,
+        vendor="Anthropic",
+        tool_part=_tool_result_block,
+        user_parts=lambda message: _vendor_blocks(message.get("content")),
+        user_turn=lambda blocks: {"role": "user", "content": blocks},
+        model_turn=_assistant_turn,
+    )
     if request.get("tools"):
-        body["tools"] = [
-            {
-                "name": t["name"],
-                **({"description": t["description"]} if "description" in t else {}),
-                "input_schema": t.get("parameters") or {"type": "object", "properties": {}},
-                **({"strict": True} if t.get("strict") else {}),
-            }
-            for t in request["tools"]
-        ]
+        body["tools"] = [_vendor_tool(t) for t in request["tools"]]
     if "tool_choice" in request:
         body["tool_choice"] = _vendor_choice(request["tool_choice"], parallel)
     elif not parallel and request.get("tools"):
@@ -561,11 +553,34 @@ def from_response(data: Any) -> dict[str, Any]:
     return neutral
 
 
+#: Where the ``anthropic`` live adapter sends a request: the vendor's base URL in the
+#: SDK's own form (the path adds ``/v1``), the key in ``x-api-key``, and the API version
+#: the table's ``anthropic_version`` may change.
+LIVE: Final = LiveEndpoint(
+    adapter="AnthropicAdapter",
+    shape="a message",
+    base_url="https://api.anthropic.com",
+    path="/v1/messages",
+    key_header="x-api-key",
+    options=(EndpointOption("anthropic_version", "2023-06-01", header="anthropic-version"),),
+)
+
+
+def error_body(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
+    """Anthropic's error envelope; ``nearest`` (docs/authoring.md) rides beside the
+    message."""
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if nearest is not None:
+        error["nearest"] = nearest
+    return {"type": "error", "error": error}
+
+
 class AnthropicMessages:
     """The :class:`~replay_actor.vendors.Vendor` for Anthropic messages."""
 
     name: Final = NAME
     routes: Final = (re.compile(r"/v1/messages/?$"),)
+    live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         return read_body(body)
@@ -576,14 +591,6 @@ class AnthropicMessages:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return stream_body(response, call.model)
 
-    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
-        error: dict[str, Any] = {"type": kind, "message": message}
-        if nearest is not None:
-            error["nearest"] = nearest
-        return {"type": "error", "error": error}
-
-    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
-        return to_body(request, model)
-
-    def from_response(self, data: Any) -> dict[str, Any]:
-        return from_response(data)
+    error_body = staticmethod(error_body)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

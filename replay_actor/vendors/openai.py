@@ -31,11 +31,14 @@ from ._common import (
     canonical_arguments,
     collapse_content,
     error_envelope,
+    read_tools,
     refuse_unfaithful,
     response_id,
 )
+from ._endpoint import LiveEndpoint
 
 __all__ = [
+    "LIVE",
     "OpenAIChat",
     "from_response",
     "read_body",
@@ -125,6 +128,10 @@ def _tool(tool: Any, i: int) -> dict[str, Any]:
     return out
 
 
+def _tools(tools: list[Any]) -> list[dict[str, Any]]:
+    return [_tool(tool, i) for i, tool in enumerate(tools)]
+
+
 def _read_tool_choice(choice: Any) -> Any:
     if type(choice) is dict and choice.get("type") == "function":
         function = choice.get("function")
@@ -154,15 +161,7 @@ def read_body(body: Any) -> VendorCall:
         raise RequestError("messages must be an array")
     refuse_unfaithful(body)
     request: dict[str, Any] = {"messages": [_message(m, i) for i, m in enumerate(messages)]}
-    tools = body.get("tools")
-    if tools is not None:
-        if type(tools) is not list:
-            raise RequestError("tools must be an array")
-        if tools:
-            request["tools"] = [_tool(t, i) for i, t in enumerate(tools)]
-    # A tool_choice without tools changes nothing the model can do: not hashed.
-    if body.get("tool_choice") is not None and "tools" in request:
-        request["tool_choice"] = _read_tool_choice(body["tool_choice"])
+    read_tools(body, request, _tools, _read_tool_choice)
     if body.get("response_format") is not None:
         request["response_format"] = body["response_format"]
     params = {k: v for k, v in body.items() if k not in _OWNED}
@@ -420,11 +419,23 @@ def from_response(data: Any) -> dict[str, Any]:
     return neutral
 
 
+#: Where the ``openai`` live adapter sends a request: any OpenAI-compatible base URL.
+LIVE: Final = LiveEndpoint(
+    adapter="OpenAIAdapter",
+    shape="a chat completion",
+    base_url="https://api.openai.com/v1",
+    path="/chat/completions",
+    key_header="Authorization",
+    key_prefix="Bearer ",
+)
+
+
 class OpenAIChat:
     """The :class:`~replay_actor.vendors.Vendor` for OpenAI chat completions."""
 
     name: Final = "openai"
     routes: Final = (re.compile(r"/chat/completions/?$"),)
+    live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         return read_body(body)
@@ -435,11 +446,6 @@ class OpenAIChat:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return stream_body(response, call.model, include_usage=call.include_usage)
 
-    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
-        return error_envelope(kind, message, nearest)
-
-    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
-        return to_body(request, model)
-
-    def from_response(self, data: Any) -> dict[str, Any]:
-        return from_response(data)
+    error_body = staticmethod(error_envelope)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

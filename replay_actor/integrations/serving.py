@@ -1,0 +1,324 @@
+"""One HTTP exchange, the same wherever replay-actor answers a vendor API: in-process
+(the transports of ``transport.py`` and ``httpx_transport.py``, which ``sdk.py``'s clients
+use) and over local HTTP (``frontdoor/app.py``). The public home of the serving room:
+its callers import from here, and nothing else of it.
+
+One HTTP exchange in, one provider call, one HTTP answer out::
+
+    Exchange.prepare(method, path, body, headers)
+      route by path -> vendors.<api>.read_body -> x-replay-scope  -> Call | Answer
+    Call: provider.complete / acomplete (exactly once) -> Call.answer(response) | Call.fail(exc)
+      vendors.<api>.response_body / stream_body -> 200 JSON, or 200 text/event-stream
+    Answer(status, headers, body): what goes back, failures included
+
+Every failure is an HTTP error the vendors' SDKs raise as their own exception and never
+retry: each carries ``x-should-retry: false`` (both SDKs obey it before their status-code
+rules), and no exception ever leaves the transport (an exception would be a connection
+error, which the SDKs retry, asking the provider again). Nothing is forwarded anywhere.
+
+=========================  ======  =====================
+failure                    status  ``error.type``
+=========================  ======  =====================
+other path or method       404     ``not_found``
+invalid request            400     ``invalid_request``
+miss                       404     ``replay_miss``
+exhausted sequence         404     ``replay_exhausted``
+released provider / lost   503     ``replay_unavailable``
+live endpoint failed       502     ``live_provider_error``
+=========================  ======  =====================
+
+The error message is the exception's own first line (for a miss, exactly the message
+docs/privacy.md gives): in private mode it carries no hash, and no header or id is
+derived from the request hash, so nothing private crosses. In normal mode a miss that
+the fixture's request sidecar explains adds ``error.nearest`` (``{"request_hash",
+"paths"}``, docs/authoring.md) beside the message, so an SDK user can read it from the
+exception's ``body``.
+
+The ``x-replay-scope`` header (docs/front-door.md) is read here, for both: from a
+transport's headers (a mapping with case-insensitive lookup, as httpx's) or from the
+front door's raw ASGI header pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+import msgspec
+
+from .._errors import (
+    ActorLost,
+    LiveProviderError,
+    ProviderClosed,
+    ReplayError,
+    ReplayMiss,
+    RequestError,
+    SequenceExhausted,
+)
+from .._response import Unexpressible, read_response
+from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
+from ..vendors import Vendor, make_vendor, served_with, vendor_names
+from ..vendors._common import VendorCall
+
+if TYPE_CHECKING:
+    from .._interface import Provider
+
+__all__ = [
+    "API_NAMES",
+    "SCOPE_HEADER",
+    "Answer",
+    "Api",
+    "AsyncServing",
+    "Call",
+    "Exchange",
+    "Headers",
+    "Serving",
+]
+
+#: A registered vendor API name (``vendors.REGISTRY``).
+Api = str
+API_NAMES: Final = vendor_names()
+
+#: The request's headers as its carrier has them: a mapping with case-insensitive lookup
+#: (httpx's ``Headers``), or ASGI's raw ``(name, value)`` pairs (names in lower case).
+Headers = Mapping[str, str] | Sequence[tuple[bytes, bytes]]
+
+_JSON: Final = ("content-type", "application/json")
+_SSE: Final = ("content-type", "text/event-stream; charset=utf-8")
+_NO_RETRY: Final = ("x-should-retry", "false")
+_encode: Final = msgspec.json.encode
+
+#: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
+#: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
+SCOPE_HEADER: Final = "x-replay-scope"
+_SCOPE_KEY: Final = SCOPE_HEADER.encode()
+
+
+class Answer(NamedTuple):
+    """What goes back for one HTTP request, a failure included."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def _error(
+    vendor: Vendor, status: int, kind: str, message: str, nearest: dict[str, Any] | None = None
+) -> Answer:
+    return Answer(status, [_JSON, _NO_RETRY], _encode(vendor.error_body(kind, message, nearest)))
+
+
+def _failure(vendor: Vendor, exc: BaseException) -> Answer:
+    if isinstance(exc, RequestError):
+        return _error(vendor, 400, "invalid_request", str(exc))
+    if isinstance(exc, ReplayMiss):
+        # The first line is the miss message; the explanation goes in its own field.
+        message = str(exc).partition("\n")[0]
+        return _error(vendor, 404, "replay_miss", message, exc.nearest)
+    if isinstance(exc, SequenceExhausted):
+        return _error(vendor, 404, "replay_exhausted", str(exc))
+    if isinstance(exc, ProviderClosed | ActorLost):
+        return _error(vendor, 503, "replay_unavailable", str(exc))
+    if isinstance(exc, LiveProviderError):
+        return _error(vendor, 502, "live_provider_error", str(exc))
+    if isinstance(exc, Unexpressible):
+        return _error(vendor, 500, "replay_unexpressible", str(exc))
+    if isinstance(exc, ReplayError):
+        return _error(vendor, 500, "replay_error", str(exc))
+    # A bug: say which, never what (the message could quote the request).
+    return _error(vendor, 500, "replay_internal_error", f"internal error ({type(exc).__name__})")
+
+
+class Call(NamedTuple):
+    """A request read and ready to put to the provider, once: the vendor API it came in
+    through and what its body said (the neutral request, how to answer)."""
+
+    vendor: Vendor
+    call: VendorCall
+
+    @property
+    def request(self) -> dict[str, Any]:
+        """The neutral request for ``provider.complete`` / ``acomplete``."""
+        return self.call.request
+
+    def answer(self, response: dict[str, Any]) -> Answer:
+        """The vendor's answer for the provider's response (a failure's answer if the
+        response cannot be said in the vendor's shape); never raises."""
+        try:
+            neutral = read_response(response)
+            if not self.call.stream:
+                return Answer(200, [_JSON], _encode(self.vendor.response_body(neutral, self.call)))
+            return Answer(200, [_SSE], self.vendor.stream_body(neutral, self.call))
+        except Exception as exc:
+            return _failure(self.vendor, exc)
+
+    def fail(self, exc: BaseException) -> Answer:
+        """The vendor's error answer for what the provider raised."""
+        return _failure(self.vendor, exc)
+
+
+def _scope_text(headers: Headers | None) -> str | None:
+    """The ``x-replay-scope`` header's text, if the request has one: a transport's
+    mapping says it as its HTTP library reads it; of the raw pairs the first counts,
+    decoded as httpx decodes a header (UTF-8 when it is, else Latin-1)."""
+    if headers is None:
+        return None
+    if isinstance(headers, Mapping):
+        return headers.get(SCOPE_HEADER)
+    for name, value in headers:
+        if name == _SCOPE_KEY:
+            try:
+                return value.decode("utf-8")
+            except UnicodeDecodeError:
+                return value.decode("latin-1")
+    return None
+
+
+def _read_json(vendor: Vendor, body: bytes) -> Any:
+    """The decoded body, or the 400 answer saying why it is not JSON."""
+    try:
+        # Strictly, by the CLI's rules: a repeated key or a body nested deeper than
+        # MAX_BODY_DEPTH is refused, so nothing after this can recurse out of stack.
+        return loads_strict(body.decode("utf-8"), max_depth=MAX_BODY_DEPTH)
+    except UnicodeDecodeError:
+        problem = "the request body is not JSON (not valid UTF-8)"
+    except NotStrictJSON as exc:
+        problem = f"the request body is not JSON ({exc})"
+    return _error(vendor, 400, "invalid_request", problem)
+
+
+class Exchange:
+    """Routing and answers for the vendor APIs one serving provider speaks: one API
+    (``api="openai"``, an SDK's transport) or every registered one (``api=None``, the front
+    door), routed by the URL path. Shared by every transport class and the front door."""
+
+    __slots__ = ("_vendors", "api")
+
+    def __init__(self, api: str | None) -> None:
+        # api="openai" answers the OpenAI SDK's chat completions and Responses calls.
+        names = vendor_names() if api is None else served_with(api)
+        # make_vendor raises ValueError naming the registered APIs for an unknown one.
+        self._vendors: tuple[Vendor, ...] = tuple(make_vendor(name) for name in names)
+        self.api = api
+
+    def _route(self, method: str, path: str) -> Vendor | Answer:
+        if method == "POST":
+            for vendor in self._vendors:
+                if any(route.search(path) for route in vendor.routes):
+                    return vendor
+        answers = " or ".join(
+            route.pattern.rstrip("$").removesuffix("/?")
+            for vendor in self._vendors
+            for route in vendor.routes
+        )
+        return _error(
+            self._vendors[0],
+            404,
+            "not_found",
+            f"replay-actor answers only POST {answers}, not {method} {path}",
+        )
+
+    def prepare(
+        self, method: str, path: str, body: bytes, headers: Headers | None = None
+    ) -> Call | Answer:
+        """The call to put to the provider, or the answer when there is none to make (an
+        unserved path, a body that is not the vendor's request, a bad ``x-replay-scope``)."""
+        vendor = self._route(method, path)
+        if isinstance(vendor, Answer):
+            return vendor
+        data = _read_json(vendor, body)
+        if isinstance(data, Answer):
+            return data
+        try:
+            call = Call(vendor, vendor.read_body(data, path))
+        except RequestError as exc:
+            return _failure(vendor, exc)
+        return _scoped(call, _scope_text(headers))
+
+    def refusal(self, path: str, status: int, kind: str, message: str) -> Answer:
+        """An error answer made before any call (the front door's 401, 413, 500), in the
+        envelope of the vendor ``path`` looks like (the first one's for any other)."""
+        vendor = self._vendors[0]
+        for candidate in self._vendors:
+            if any(route.search(path) for route in candidate.routes):
+                vendor = candidate
+                break
+        return _error(vendor, status, kind, message)
+
+
+def _scoped(call: Call, text: str | None) -> Call | Answer:
+    """``call`` with the ``x-replay-scope`` header's object as its request's ``scope``
+    (``call`` itself without the header), or the 400 answer naming the header."""
+    if text is None:
+        return call
+    try:
+        # The body's rules: no repeated key, no nesting past the bound.
+        scope = loads_strict(text, max_depth=MAX_BODY_DEPTH)
+    except NotStrictJSON:
+        scope = None
+    if type(scope) is not dict:
+        return _error(
+            call.vendor, 400, "invalid_request", f"the {SCOPE_HEADER} header must be a JSON object"
+        )
+    # The provider validates the scope like every other field (RequestError -> 400).
+    request = {**call.request, "scope": scope}
+    return Call(call.vendor, msgspec.structs.replace(call.call, request=request))
+
+
+class _Serving:
+    """What every transport class holds, whatever its HTTP library: the vendor API's
+    routing (``Exchange``), the provider, and whether closing releases it."""
+
+    def __init__(
+        self, provider: Provider, api: Api | None = "openai", *, release_on_close: bool = True
+    ) -> None:
+        self._exchange = Exchange(api)
+        self._provider = provider
+        self._release_on_close = release_on_close
+
+    @property
+    def provider(self) -> Provider:
+        return self._provider
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._exchange.api} {self._provider!r}>"
+
+
+class Serving(_Serving):
+    """A sync transport's work: one request in, one answer out, the provider asked once
+    (``complete``); a failure is an answer, never an exception (the SDKs would retry an
+    exception as a connection error)."""
+
+    def serve(self, method: str, path: str, body: bytes, headers: Headers | None = None) -> Answer:
+        """``headers`` may carry ``x-replay-scope``."""
+        prepared = self._exchange.prepare(method, path, body, headers)
+        if isinstance(prepared, Answer):
+            return prepared
+        try:
+            return prepared.answer(self._provider.complete(prepared.request))
+        except Exception as exc:
+            return prepared.fail(exc)
+
+    def close(self) -> None:
+        if self._release_on_close:
+            self._provider.release()
+
+
+class AsyncServing(_Serving):
+    """The async form of :class:`Serving`: awaits ``provider.acomplete`` (no thread)."""
+
+    async def serve(
+        self, method: str, path: str, body: bytes, headers: Headers | None = None
+    ) -> Answer:
+        """``headers`` as :meth:`Serving.serve`."""
+        prepared = self._exchange.prepare(method, path, body, headers)
+        if isinstance(prepared, Answer):
+            return prepared
+        try:
+            return prepared.answer(await self._provider.acomplete(prepared.request))
+        except Exception as exc:
+            return prepared.fail(exc)
+
+    async def aclose(self) -> None:
+        if self._release_on_close:
+            self._provider.release()

@@ -1,0 +1,149 @@
+"""OpenAI Responses API <-> the neutral request and response (docs/responses.md).
+
+This package is the one place the Responses API's shapes (``POST .../responses``) are
+read or written, in the directions of the :class:`~replay_actor.vendors.Vendor`
+contract::
+
+    request.py  a request body -> the neutral request (read_body): input items become
+                chat-like messages, so a conversation hashes alike through chat
+                completions and through Responses
+    answer.py   the neutral response -> a response object, or its server-sent events
+                response.created ... response.completed
+    live.py     the neutral request -> a live body (to_body), the live answer -> the
+                neutral response (from_response), and where the adapter sends it
+    _fields.py  the API's name, derived-id digests, what an error may repeat
+
+and :class:`OpenAIResponses` here, the vendor object, with the memory of what it served.
+
+Multi-turn state: the API lets a request name an earlier answer (``previous_response_id``)
+instead of resending the conversation. A :class:`OpenAIResponses` object remembers, per
+response id it served, the conversation that answer ended (in memory, bounded by
+:data:`TRANSCRIPTS`, least recently used first out) and expands the id from there; an id
+it never served (or has forgotten) is a ``RequestError`` naming it. One object is made
+per serving provider (``vendors.make_vendor``), so the memory is that provider's.
+
+Ids: the response id is ``resp_`` + 24 hex characters of a sha256 over the neutral
+response, the number of messages it answered and an occurrence number that tells apart
+different conversations that ended in the same answer (docs/responses.md, "Ids");
+item ids (``msg_``, ``fc_``) derive from the response id and the item's position. No id
+is derived from the request or its hash, so nothing private crosses in an id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, Final
+
+import msgspec
+
+from ..._canonical import canonical_json
+from ..._errors import RequestError
+from ..._response import Response
+from .._common import VendorCall, error_envelope
+from ._fields import NAME, digest, identifier
+from .answer import events, output_items, response_object
+from .live import LIVE, from_response, to_body
+from .request import ResponsesCall, read_body, read_items
+
+__all__ = [
+    "LIVE",
+    "NAME",
+    "TRANSCRIPTS",
+    "OpenAIResponses",
+    "ResponsesCall",
+    "from_response",
+    "to_body",
+]
+
+#: How many served responses one vendor object remembers for ``previous_response_id``
+#: (least recently used forgotten first).
+TRANSCRIPTS: Final = 2048
+
+
+class _Served(msgspec.Struct):
+    """What one served response id stands for."""
+
+    request: dict[str, Any]
+    response: Response
+    #: The neutral conversation it ended (input without instructions + the answer).
+    conversation: list[dict[str, Any]]
+
+
+class OpenAIResponses:
+    """The :class:`~replay_actor.vendors.Vendor` for the OpenAI Responses API, with the
+    memory of the responses it served (``previous_response_id``). Thread-safe: a sync
+    transport may be shared by threads."""
+
+    name: Final = NAME
+    routes: Final = (re.compile(r"/responses/?$"),)
+    live: Final = LIVE
+
+    def __init__(self, capacity: int = TRANSCRIPTS) -> None:
+        self._served: OrderedDict[str, _Served] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        """The neutral request and call options for a Responses request body.
+
+        Raises ``RequestError`` naming the field for a body replay cannot stand in for
+        (built-in tools, server-side conversations, an unknown ``previous_response_id``).
+        """
+        return read_body(body, self._recall)
+
+    def _recall(self, previous_id: Any) -> dict[str, Any]:
+        if type(previous_id) is not str:
+            raise RequestError("previous_response_id must be a string")
+        with self._lock:
+            served = self._served.get(previous_id)
+            if served is not None:
+                self._served.move_to_end(previous_id)
+        if served is None:
+            raise RequestError(
+                f"previous_response_id {identifier(previous_id)} was not served by this "
+                "replay provider (or is no longer remembered); send the whole conversation "
+                "as input"
+            )
+        return {"conversation": served.conversation}
+
+    def _serve(self, response: Response, call: VendorCall) -> tuple[str, list[dict[str, Any]]]:
+        """The response id and output items for ``response`` answering ``call``,
+        remembered for a later ``previous_response_id``."""
+        lead = call.lead if isinstance(call, ResponsesCall) else 0
+        # The answer and its position in the conversation; never the request itself. A
+        # conversation continued by previous_response_id expands to the same messages
+        # as one resent whole, so both get the same ids.
+        position = len(call.request["messages"])
+        seed = hashlib.sha256(
+            canonical_json({"position": position, "response": msgspec.to_builtins(response)})
+        ).hexdigest()
+        with self._lock:
+            for occurrence in range(len(self._served) + 1):
+                rid = f"resp_{digest(f'{seed}:{occurrence}')}"
+                known = self._served.get(rid)
+                if known is None or (known.request == call.request and known.response == response):
+                    break
+            output = output_items(response, rid)
+            if known is None:
+                conversation = [*call.request["messages"][lead:], *read_items(output, "output")]
+                self._served[rid] = _Served(call.request, response, conversation)
+                while len(self._served) > self._capacity:
+                    self._served.popitem(last=False)
+            else:
+                self._served.move_to_end(rid)
+        return rid, output
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        rid, output = self._serve(response, call)
+        return response_object(response, call, rid, output)
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        rid, output = self._serve(response, call)
+        return events(response_object(response, call, rid, output))
+
+    error_body = staticmethod(error_envelope)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)
