@@ -1,7 +1,10 @@
 """A local Ray cluster of a test module's own, started and stopped by it.
 
 Ray's own ``cluster_utils`` starts the nodes in a temporary directory of ours; the
-driver (this process) connects to it. Ray keeps worker processes between tasks by
+driver (this process) connects to it. ``cluster_utils`` also writes the cluster's
+address to ``$RAY_TMPDIR/ray`` (``/tmp/ray`` by default, which need not exist) and removes
+it on shutdown, so both run with ``RAY_TMPDIR`` pointing into that directory: nothing
+another cluster on the machine reads is touched. Ray keeps worker processes between tasks by
 design, so the per-test ``no_leaks`` check does not fit: instead, stopping the cluster
 asserts that none of its processes (GCS, raylet, workers, agents) outlived it, and
 kills (by PID, as ours) any that did.
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import shutil
 import tempfile
 import time
@@ -43,6 +47,21 @@ def cluster_processes(temp_dir: str) -> list[psutil.Process]:
     return found
 
 
+@contextlib.contextmanager
+def ray_tmpdir(path: str) -> Iterator[None]:
+    """``RAY_TMPDIR`` set to ``path`` (with its ``ray`` folder) for the block."""
+    os.makedirs(os.path.join(path, "ray"), exist_ok=True)
+    before = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = path
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["RAY_TMPDIR"]
+        else:
+            os.environ["RAY_TMPDIR"] = before
+
+
 def new_children(me: psutil.Process, before: set[int]) -> list[psutil.Process]:
     """Our descendants started since ``before`` that still run (workers included: they
     are the raylet's children, and the raylet is ours)."""
@@ -71,17 +90,18 @@ def local_cluster(
     before = {child.pid for child in me.children(recursive=True)}
     nodes: Any = None
     try:
-        nodes = RayCluster(
-            initialize_head=True,
-            shutdown_at_exit=False,
-            head_node_args={
-                "num_cpus": head_cpus,
-                "include_dashboard": False,
-                "temp_dir": temp_dir,
-            },
-        )
-        if second_node is not None:
-            nodes.add_node(**second_node)
+        with ray_tmpdir(temp_dir):
+            nodes = RayCluster(
+                initialize_head=True,
+                shutdown_at_exit=False,
+                head_node_args={
+                    "num_cpus": head_cpus,
+                    "include_dashboard": False,
+                    "temp_dir": temp_dir,
+                },
+            )
+            if second_node is not None:
+                nodes.add_node(**second_node)
         context = ray.init(address=nodes.address, log_to_driver=False, logging_level="ERROR")
         names = [p.name() for p in cluster_processes(temp_dir)]
         # The leak check below must be able to see the cluster it checks.
@@ -91,8 +111,8 @@ def local_cluster(
     finally:
         ray.shutdown()
         if nodes is not None:
-            with contextlib.suppress(Exception):  # a node the test killed is gone already
-                nodes.shutdown()
+            with contextlib.suppress(Exception), ray_tmpdir(temp_dir):
+                nodes.shutdown()  # (a node the test killed is gone already)
         deadline = time.monotonic() + 20.0
         left: list[psutil.Process] = []
         while time.monotonic() < deadline:

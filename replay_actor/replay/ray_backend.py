@@ -31,6 +31,20 @@ acquirer's handle marks the actor closed (every later call from any copy answers
 ``ProviderClosed``) and then kills it; a copy that finds the actor dead asks Ray's actor
 table why, so a release reads as ``ProviderClosed`` and anything else as ``ActorLost``.
 
+When the cluster dies (its GCS and raylet killed, as ``ray stop`` does), nothing here
+waits on Ray's word. Every wait is on the object reference's own future, by the handle's
+clock (``_resolve``), not on a timeout of Ray's: with the GCS gone, Ray's queries to it
+(the actor table) block for a minute and more. And the cursor actor exits the moment
+its node's raylet does (``_watch_node``): Ray means its workers to, but checks that the
+raylet's PID is alive, and a raylet killed but not yet reaped (a zombie child of the
+driver that ``ray.init()`` started it from) passes that check, so the actor would go on
+answering for the minute until Ray's GCS reconnect timeout ends every process. Either
+way a call is ``ActorLost`` within its ``timeout`` (and the question of why, a GCS
+query, bounded by the same deadline). A wait that times out leaves Ray a callback on the
+reference until Ray gives up on it; the handle is broken from then on and sends nothing
+more, so those are bounded by the calls in flight when it broke, and the GCS questions
+by one thread per actor (``_MAX_ASKING`` at most).
+
 Ray is imported only when a Ray handle is made or used; nothing else imports it.
 """
 
@@ -45,6 +59,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Final
 
+import psutil
+
 from .._errors import (
     ActorLost,
     FixtureError,
@@ -58,6 +74,7 @@ from ..fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_f
 from . import protocol
 from .acquisition import ExplainerFactory, check_timeout
 from .base import MissExplainer, ReplayHandle, Result
+from .procs import ProcessHandle
 from .state import DIED, LATE, NOT_PASSED_ON, NOT_UP, UNEXPECTED, HandleState, detached, fresh
 from .sync import failed
 
@@ -73,6 +90,13 @@ _JSON_REPLIES: Final = frozenset({protocol.JSON})
 _MIN_ASK: Final = 0.5
 #: How long ``release()`` waits for Ray to report the killed actor gone, at most.
 _RELEASE_WAIT: Final = 5.0
+#: At most this many questions to Ray's actor table at once, each on a thread of its own
+#: (with the GCS gone, one blocks for a minute and more); past it, the answer is "no".
+_MAX_ASKING: Final = 4
+#: Set by the raylet in each worker it starts: the PID the actor watches (``_watch_node``).
+_RAYLET_PID_ENV: Final = "RAY_RAYLET_PID"
+#: Where the kernel gives no pidfd, the raylet is looked at this often (seconds).
+_NODE_POLL: Final = 0.5
 
 
 def ray_module() -> Any:
@@ -90,10 +114,12 @@ class CursorActor:
     """The body of the Ray actor (wrapped with ``ray.remote`` on first use).
 
     It loads the fixture once and answers result codes, never exceptions: a rejected
-    fixture is remembered as (reason, line) and reported by ``ready``.
+    fixture is remembered as (reason, line) and reported by ``ready``. It ends with its
+    node's raylet (``_watch_node``).
     """
 
     def __init__(self, fixture: str | None, data: bytes | None, ceilings: dict[str, int]) -> None:
+        _watch_node()
         self._cursors: Cursors | None = None
         self._snapshot: dict[str, Any] = {}
         self._rejected: tuple[str, int | None] | None = None
@@ -143,6 +169,41 @@ class CursorActor:
         self._cursors = None
         self._snapshot = {}
         return protocol.RELEASED
+
+
+def _watch_node() -> None:
+    """In the cursor actor's process: exit the moment this node's raylet has exited.
+
+    Ray's workers check once a second that their raylet's PID is alive, which a raylet
+    killed but not yet reaped by its parent still is (a zombie), so they would go on
+    serving a node whose raylet, and a cluster whose GCS, may be gone. A pidfd turns
+    readable when the raylet exits, reaped or not; without one, psutil counts a zombie
+    as dead. One thread for the actor's life, asleep in the kernel: nothing per call.
+    """
+    pid = os.environ.get(_RAYLET_PID_ENV, "")
+    if not pid.isdigit():
+        return  # not in a worker a raylet started: there is no node to outlive
+    # Opened while the raylet that started this worker lives (a pidfd cannot follow a
+    # reused PID; Ray's own check trusts the same PID).
+    raylet = ProcessHandle(int(pid))
+    threading.Thread(
+        target=_exit_with, args=(raylet,), name="replay-actor-ray-node", daemon=True
+    ).start()
+
+
+def _exit_with(raylet: ProcessHandle) -> None:
+    if raylet.fd is not None:
+        while not raylet.wait(3600.0):
+            pass
+    else:
+        try:
+            while raylet.alive():
+                time.sleep(_NODE_POLL)
+        except psutil.Error:
+            return  # the raylet cannot be looked at: Ray's own check is all there is
+    # As Ray ends a worker whose raylet died: at once, with nothing to flush (the
+    # cursors die with the acquisition). A caller's call fails by its own deadline.
+    os._exit(1)
 
 
 _actor_class: Any = None
@@ -290,11 +351,8 @@ class RayReplayProvider(ReplayHandle):
         ray = ray_module()
         failure: BaseException
         try:
-            # Our own deadline: the reference's future is completed by a callback from
-            # Ray, and we wait on it ourselves. ``ray.get`` and ``ray.wait`` both stay
-            # blocked past their timeouts while Ray retries a cluster that is gone.
-            return ref.future().result(timeout=self._timeout)
-        except TimeoutError as exc:  # concurrent.futures' timeout is this one
+            return _resolve(ref, self._timeout)
+        except TimeoutError as exc:
             failure = exc
         except ray.exceptions.RayError as exc:
             failure = exc
@@ -354,16 +412,16 @@ class RayReplayProvider(ReplayHandle):
         ray = ray_module()
         if not ray.is_initialized():
             return  # this process left the cluster, and Ray ended its actors with it
+        wait = min(self._timeout, _RELEASE_WAIT)
         if not (state.ended or state.broken):
             try:
-                ray.get(actor.release.remote(), timeout=min(self._timeout, _RELEASE_WAIT))
+                _resolve(actor.release.remote(), wait)
             except Exception:
                 pass  # dead or unresponsive: the kill below ends it either way
         try:
             ray.kill(actor, no_restart=True)
             # Resolves (with an error) once the actor is gone: release returns after.
-            gone = actor.__ray_ready__.remote()
-            ray.wait([gone], timeout=min(self._timeout, _RELEASE_WAIT))
+            _resolve(actor.__ray_ready__.remote(), wait)
         except Exception:
             pass  # release never raises: whatever Ray reports, the actor is not ours now
 
@@ -409,31 +467,63 @@ async def _awaitable(ref: Any) -> Any:
     return await ref
 
 
+def _resolve(ref: Any, timeout: float) -> Any:
+    """The value of a Ray object reference within ``timeout`` seconds by our own clock:
+    raises ``TimeoutError`` (concurrent.futures' is the builtin) or Ray's error.
+
+    Ray completes the reference's future from its own thread; we wait on it here, where
+    no retry loop of Ray's can hold us past the deadline (``ray.get``/``ray.wait`` keep
+    the deadline in Ray's hands). If Ray never completes it, its callback waits in
+    Ray until the process ends: one per call that timed out, and such a call breaks
+    the handle.
+    """
+    return ref.future().result(timeout=max(timeout, 0.0))
+
+
+#: The question in flight per actor id: its thread and the answer it will append.
+_asking: dict[str, tuple[threading.Thread, list[bool]]] = {}
+_asking_lock = threading.Lock()
+
+
 def _killed_on_release(actor_id: str, *, within: float) -> bool:
     """Whether Ray's actor table says the actor was ended by ``ray.kill`` (the release).
 
     Read from the GCS actor table, which needs no dashboard; any doubt reads as "no",
     so a failure to ask is reported as a lost actor, never as a clean release. Asked on
-    a thread of its own and waited for at most ``within`` seconds (a small floor): with
-    the GCS gone, Ray's own query blocks for a minute and more.
+    a thread and waited for at most ``within`` seconds (a small floor): with the GCS
+    gone, Ray's own query blocks for a minute and more. Calls that ask about one actor
+    at once share one question, and no more than ``_MAX_ASKING`` are out at a time, so
+    a GCS that never answers holds a bounded number of threads.
     """
-    answer: list[bool] = []
-
-    def ask() -> None:
-        try:
-            state = importlib.import_module("ray._private.state")
-            protocol = importlib.import_module("ray.core.generated.common_pb2")
-            info = state.actors(actor_id)
-            context = info["DeathCause"].actor_died_error_context
-            killed = protocol.ActorDiedErrorContext.RAY_KILL
-            answer.append(bool(info["State"] == "DEAD" and context.reason == killed))
-        except Exception:
-            answer.append(False)
-
-    asker = threading.Thread(target=ask, name="replay-actor-ray-why", daemon=True)
-    asker.start()
+    with _asking_lock:
+        entry = _asking.get(actor_id)
+        if entry is None:
+            if len(_asking) >= _MAX_ASKING:
+                return False  # Ray's table is not answering: no thread more for it
+            answer: list[bool] = []
+            asker = threading.Thread(
+                target=_ask_why, args=(actor_id, answer), name="replay-actor-ray-why", daemon=True
+            )
+            entry = _asking[actor_id] = (asker, answer)
+            asker.start()
+    asker, answer = entry
     asker.join(max(within, _MIN_ASK))
     return bool(answer and answer[0])
+
+
+def _ask_why(actor_id: str, answer: list[bool]) -> None:
+    try:
+        state = importlib.import_module("ray._private.state")
+        protocol = importlib.import_module("ray.core.generated.common_pb2")
+        info = state.actors(actor_id)
+        context = info["DeathCause"].actor_died_error_context
+        killed = protocol.ActorDiedErrorContext.RAY_KILL
+        answer.append(bool(info["State"] == "DEAD" and context.reason == killed))
+    except Exception:
+        answer.append(False)
+    finally:
+        with _asking_lock:
+            _asking.pop(actor_id, None)
 
 
 def acquire(
@@ -481,8 +571,8 @@ def acquire(
     failure: BaseException | None = None
     outcome = b""
     try:
-        outcome = ray.get(actor.ready.remote(), timeout=timeout)
-    except ray.exceptions.RayError as exc:
+        outcome = _resolve(actor.ready.remote(), timeout)
+    except (TimeoutError, ray.exceptions.RayError) as exc:
         failure = exc
     finally:
         del data  # loaded (or failed): the bytes need not stay in the object store
@@ -500,7 +590,7 @@ def acquire(
     except Exception:
         pass  # already gone: nothing is left to end
     if failure is not None:
-        if isinstance(failure, ray.exceptions.GetTimeoutError):
+        if isinstance(failure, TimeoutError):
             raise ActorLost(NOT_UP) from failure
         raise ActorLost("the cursor actor failed to start") from failure
     raise FixtureError(*protocol.decode_rejection(outcome))
