@@ -26,7 +26,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ..integrations._serve import SCOPE_HEADER, Answer, AsyncServing
+from ..integrations._serve import Answer, AsyncServing
 from ..vendors import Vendor, make_vendor, vendor_names
 
 __all__ = ["MAX_BODY_BYTES", "FrontDoorApp"]
@@ -40,7 +40,6 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-_SCOPE_KEY: Final = SCOPE_HEADER.encode()
 _encode: Final = msgspec.json.encode
 
 
@@ -77,6 +76,7 @@ class FrontDoorApp:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         path: str = scope["path"]
         if not self._authorised(headers):
+            self._count_invalid()
             await _send(
                 send,
                 self._refusal(
@@ -91,6 +91,7 @@ class FrontDoorApp:
         try:
             body = await self._body(headers, receive)
         except _TooLarge:
+            self._count_invalid()
             await _send(
                 send,
                 self._refusal(
@@ -103,13 +104,8 @@ class FrontDoorApp:
             return
         except _Gone:
             return
-        scope_header = None
-        for name, value in headers:
-            if name == _SCOPE_KEY:
-                scope_header = {SCOPE_HEADER: _header_text(value)}
-                break
         try:
-            answer = await self._serving.serve(scope["method"], path, body, scope_header)
+            answer = await self._serving.serve(scope["method"], path, body, _HeaderLists(headers))
         except Exception as exc:
             # serve answers every failure itself; this is a bug. Still an answer the SDKs
             # do not retry (a 500 from the server would be retried), naming only the type.
@@ -117,6 +113,10 @@ class FrontDoorApp:
                 path, 500, "replay_internal_error", f"internal error ({type(exc).__name__})"
             )
         await _send(send, answer)
+
+    def _count_invalid(self) -> None:
+        if self._serving.outcomes is not None:
+            self._serving.outcomes.add("invalid")
 
     def _authorised(self, headers: list[tuple[bytes, bytes]]) -> bool:
         # Every candidate is compared (in constant time), so the time taken says nothing
@@ -164,6 +164,21 @@ class FrontDoorApp:
             [("content-type", "application/json"), ("x-should-retry", "false")],
             _encode(vendor.error_body(kind, message, None)),
         )
+
+
+class _HeaderLists:
+    """The request's ``x-replay-scope`` values for ``AsyncServing.serve``, kept apart as
+    httpx keeps a repeated header's (``_serve.HeaderLists``), so the rule for a repeated
+    header is the in-process transports' too."""
+
+    __slots__ = ("_headers",)
+
+    def __init__(self, headers: list[tuple[bytes, bytes]]) -> None:
+        self._headers = headers
+
+    def get_list(self, key: str) -> list[str]:
+        wanted = key.encode("latin-1")
+        return [_header_text(value) for name, value in self._headers if name == wanted]
 
 
 def _header_text(value: bytes) -> str:

@@ -32,8 +32,8 @@ exception's ``body``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 
@@ -50,11 +50,22 @@ from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ..vendors import Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
+from ._outcomes import Kind, Outcomes
 
 if TYPE_CHECKING:
     from .._interface import Provider
 
-__all__ = ["API_NAMES", "SCOPE_HEADER", "Answer", "Api", "AsyncServing", "Exchange", "Serving"]
+__all__ = [
+    "API_NAMES",
+    "SCOPE_HEADER",
+    "Answer",
+    "Api",
+    "AsyncServing",
+    "Exchange",
+    "HeaderLists",
+    "Serving",
+    "scope_values",
+]
 
 #: A registered vendor API name (``vendors.REGISTRY``).
 Api = str
@@ -71,6 +82,36 @@ _encode: Final = msgspec.json.encode
 #: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
+
+
+class HeaderLists(Protocol):
+    """Headers that keep a repeated header's values apart (httpx's and httpx2's
+    ``Headers``, the front door's ASGI list)."""
+
+    def get_list(self, key: str) -> list[str]: ...
+
+
+def scope_values(headers: HeaderLists | Mapping[str, str] | None) -> list[str]:
+    """Every value of the ``x-replay-scope`` header, in order (a plain mapping holds one)."""
+    if headers is None:
+        return []
+    get_list = getattr(headers, "get_list", None)
+    if get_list is not None:
+        return list(get_list(SCOPE_HEADER))
+    assert isinstance(headers, Mapping)
+    value = headers.get(SCOPE_HEADER)
+    return [] if value is None else [value]
+
+
+def outcome_of(exc: BaseException) -> Kind:
+    """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
+    if isinstance(exc, ReplayMiss):
+        return "missed"
+    if isinstance(exc, SequenceExhausted):
+        return "exhausted"
+    if isinstance(exc, RequestError):
+        return "invalid"
+    return "failed"
 
 
 def _error(
@@ -166,15 +207,18 @@ class Exchange:
         return _failure(vendor, exc)
 
     def scoped(
-        self, vendor: Vendor, call: VendorCall, headers: Mapping[str, str] | None
+        self, vendor: Vendor, call: VendorCall, values: Sequence[str]
     ) -> VendorCall | Answer:
         """``call`` with the ``x-replay-scope`` header's object as its request's ``scope``
-        (``call`` itself without the header), or the 400 answer naming the header."""
-        if headers is None:
+        (``call`` itself without the header), or the 400 answer naming the header.
+        ``values``: the header's values (``scope_values``); more than one is refused,
+        whatever they are, so no reader's choice between them decides the hash."""
+        if not values:
             return call
-        text = headers.get(SCOPE_HEADER)
-        if text is None:
-            return call
+        if len(values) > 1:
+            once = f"the {SCOPE_HEADER} header must appear at most once"
+            return _error(vendor, 400, "invalid_request", once)
+        text = values[0]
         try:
             # The body's rules: no repeated key, no nesting past the bound.
             scope = loads_strict(text, max_depth=MAX_BODY_DEPTH)
@@ -193,11 +237,27 @@ class _Serving:
     routing (``Exchange``), the provider, and whether closing releases it."""
 
     def __init__(
-        self, provider: Provider, api: Api | None = "openai", *, release_on_close: bool = True
+        self,
+        provider: Provider,
+        api: Api | None = "openai",
+        *,
+        release_on_close: bool = True,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self._exchange = Exchange(api)
         self._provider = provider
         self._release_on_close = release_on_close
+        #: Counts each answer's kind when given (the front door's summary).
+        self.outcomes = outcomes
+
+    def _count(self, kind: Kind) -> None:
+        if self.outcomes is not None:
+            self.outcomes.add(kind)
+
+    def _counted(self, answer: Answer) -> Answer:
+        # The provider answered; the vendor's shape may still fail to express it.
+        self._count("served" if answer[0] == 200 else "failed")
+        return answer
 
     @property
     def provider(self) -> Provider:
@@ -213,22 +273,29 @@ class Serving(_Serving):
     exception as a connection error)."""
 
     def serve(
-        self, method: str, path: str, body: bytes, headers: Mapping[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: HeaderLists | Mapping[str, str] | None = None,
     ) -> Answer:
-        """``headers`` (case-insensitive lookup, as httpx's) may carry ``x-replay-scope``."""
+        """``headers`` may carry ``x-replay-scope`` (``scope_values``)."""
         got = self._exchange.read(method, path, body)
         if len(got) == 3:
+            self._count("invalid")
             return got
         vendor, call = got
-        scoped = self._exchange.scoped(vendor, call, headers)
+        scoped = self._exchange.scoped(vendor, call, scope_values(headers))
         if not isinstance(scoped, VendorCall):
+            self._count("invalid")
             return scoped
         call = scoped
         try:
             response: dict[str, Any] = self._provider.complete(call.request)
         except Exception as exc:
+            self._count(outcome_of(exc))
             return self._exchange.fail(vendor, exc)
-        return self._exchange.answer(vendor, call, response)
+        return self._counted(self._exchange.answer(vendor, call, response))
 
     def close(self) -> None:
         if self._release_on_close:
@@ -239,22 +306,29 @@ class AsyncServing(_Serving):
     """The async form of :class:`Serving`: awaits ``provider.acomplete`` (no thread)."""
 
     async def serve(
-        self, method: str, path: str, body: bytes, headers: Mapping[str, str] | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: HeaderLists | Mapping[str, str] | None = None,
     ) -> Answer:
         """``headers`` as :meth:`Serving.serve`."""
         got = self._exchange.read(method, path, body)
         if len(got) == 3:
+            self._count("invalid")
             return got
         vendor, call = got
-        scoped = self._exchange.scoped(vendor, call, headers)
+        scoped = self._exchange.scoped(vendor, call, scope_values(headers))
         if not isinstance(scoped, VendorCall):
+            self._count("invalid")
             return scoped
         call = scoped
         try:
             response: dict[str, Any] = await self._provider.acomplete(call.request)
         except Exception as exc:
+            self._count(outcome_of(exc))
             return self._exchange.fail(vendor, exc)
-        return self._exchange.answer(vendor, call, response)
+        return self._counted(self._exchange.answer(vendor, call, response))
 
     async def aclose(self) -> None:
         if self._release_on_close:
