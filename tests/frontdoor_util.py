@@ -83,13 +83,14 @@ def run_cli(
     manifest: Path,
     command: list[str],
     *,
+    flags: tuple[str, ...] = (),
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """``replay-actor run MANIFEST -- COMMAND``, to completion."""
+    """``replay-actor run [FLAGS] MANIFEST -- COMMAND``, to completion."""
     return subprocess.run(
-        [*CLI, "run", str(manifest), "--", *command],
+        [*CLI, "run", *flags, str(manifest), "--", *command],
         check=False,
         capture_output=True,
         text=True,
@@ -97,6 +98,13 @@ def run_cli(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def summary(stderr: str) -> str:
+    """``run``'s summary line (the last line of its stderr that is one)."""
+    lines = [line for line in stderr.splitlines() if line.startswith("replay-actor: ")]
+    assert lines, f"no summary line in: {stderr}"
+    return lines[-1]
 
 
 def quiet_env(**more: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ import pytest
 
 from replay_actor import openai_client
 from replay_actor.frontdoor import MAX_BODY_BYTES
-from replay_actor.frontdoor.run import child_environment
+from replay_actor.frontdoor.environment import child_environment
 from tests.chat_server import ChatServer
 from tests.frontdoor_util import (
     CLI,
