@@ -6,8 +6,8 @@
 
 Each is recorded through a fake vendor on loopback (a record manifest whose live
 adapter points at tests/chat_server.py or tests/gemini_server.py; the child sealed on
-request), then replayed under the default seal: the same answer, the fake vendor asked nothing more, and the summary
-says so."""
+request), then replayed under the default seal: the same answer, the fake vendor asked
+nothing more, and the summary says so."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -591,3 +592,75 @@ def test_a_repeated_scope_header_is_400_in_every_in_process_transport(greeting: 
             assert message == "the x-replay-scope header must appear at most once"
     finally:
         provider.release()
+
+
+# -- as an unprivileged user --------------------------------------------------------------------
+
+UNPRIVILEGED_PROBE = textwrap.dedent(
+    """
+    import json, os, socket, sys
+    import openai
+    out = {"uid": os.getuid(), "uid_map": open("/proc/self/uid_map").read().split()}
+    answer = openai.OpenAI().chat.completions.create(
+        model="gpt-test", messages=[{"role": "user", "content": "hi"}]
+    )
+    out["content"] = answer.choices[0].message.content
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20).close()
+        out["host"] = "connected"
+    except OSError as exc:
+        out["host"] = type(exc).__name__
+    print(json.dumps(out))
+    """
+)
+NOBODY = 65534
+
+
+def _system_python() -> str | None:
+    """This interpreter's version as installed for every user (the suite's own may live
+    in a folder only its owner can read)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for folder in ("/usr/bin", "/usr/local/bin"):
+        path = os.path.join(folder, version)
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
+    host_listener: socket.socket,
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the suite already runs unprivileged: every sealed test above is this one")
+    setpriv, python = shutil.which("setpriv"), _system_python()
+    if setpriv is None or python is None:
+        pytest.skip("needs setpriv and a system-wide python of this version to drop to nobody")
+    root = Path(__file__).resolve().parent.parent
+    site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(str(root)))
+    folder = Path(tempfile.mkdtemp(prefix="replay-actor-nobody-"))
+    try:
+        folder.chmod(0o755)
+        fixture = write_fixture(folder / "fixture.jsonl", {neutral_hash(HI): {"content": "hello"}})
+        manifest = replay_manifest(folder, fixture, inspection=False)
+        env = {"PATH": os.environ["PATH"], "HOME": str(folder), "PYTHONPATH": f"{root}:{site}"}
+        nobody = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        run = [python, "-m", "replay_actor", "run", str(manifest), "--"]
+        done = subprocess.run(
+            [*nobody, *run, python, "-c", UNPRIVILEGED_PROBE, port_of(host_listener)],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=folder,
+            timeout=120,
+        )
+    finally:
+        shutil.rmtree(folder)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    # Its own user id, mapped to itself in a user namespace of its own.
+    assert out["uid"] == NOBODY and out["uid_map"] == [str(NOBODY), str(NOBODY), "1"]
+    assert out["content"] == "hello"
+    assert out["host"] == "ConnectionRefusedError"
+    assert accepted(host_listener) == 0
+    assert summary(done.stderr).endswith("; sealed (namespace)")
