@@ -477,6 +477,7 @@ def test_every_client_variable_points_at_the_front_door() -> None:
     assert env["GROQ_BASE_URL"] == env["TOGETHER_BASE_URL"] == "http://127.0.0.1:9"
     assert env["GEMINI_API_BASE"] == "http://127.0.0.1:9/v1beta"
     assert env["OLLAMA_HOST"] == env["AZURE_OPENAI_ENDPOINT"] == "http://127.0.0.1:9"
+    assert env["REPLAY_ACTOR_URL"] == "http://127.0.0.1:9"
     assert env["OPENAI_BASE_URL"] == env["OPENAI_API_BASE"] == "http://127.0.0.1:9/v1"
     assert env["OPENAI_API_VERSION"] == "2024-10-21"
     assert set(BASE_URL_VARIABLES) <= set(env)

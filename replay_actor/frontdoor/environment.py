@@ -51,6 +51,9 @@ BASE_URL_VARIABLES: Final[dict[str, tuple[str, str]]] = {
     "OLLAMA_HOST": ("url", ""),
     # openai.AzureOpenAI posts {endpoint}/openai/deployments/{name}/...?api-version=.
     "AZURE_OPENAI_ENDPOINT": ("url", ""),
+    # The front door itself, for a client whose base URL only the application can pass
+    # (Mistral's server_url, @ai-sdk/google's baseURL).
+    "REPLAY_ACTOR_URL": ("url", ""),
 }
 #: Always set to the run's token: every client above, and the clients whose base URL is
 #: an option of the application's own (Mistral's ``server_url``, ``@ai-sdk/google``'s
