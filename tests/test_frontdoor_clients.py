@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.chat_server import ChatServer
-from tests.frontdoor_util import quiet_env, replay_manifest, run_cli, summary
+from tests.frontdoor_util import quiet_env, record_manifest, replay_manifest, run_cli, summary
 from tests.gemini_server import GeminiServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(240)]
@@ -47,15 +47,6 @@ LITELLM_GEMINI = """
 """
 
 
-def _record_manifest(folder: Path, live: str) -> Path:
-    manifest = folder / "record.toml"
-    manifest.write_text(
-        '[provider]\nkind = "record"\nfixture = "recorded.jsonl"\n[provider.live]\n'
-        + textwrap.dedent(live)
-    )
-    return manifest
-
-
 def _record_then_replay(folder: Path, record: Path, code: str) -> str:
     """Run ``code`` under ``record``, then under the recorded fixture, sealed; both
     must print the same answer. Returns it."""
@@ -74,36 +65,25 @@ def _record_then_replay(folder: Path, record: Path, code: str) -> str:
     return recorded.stdout.strip()
 
 
-def _openai_record(folder: Path, chat: ChatServer) -> Path:
-    return _record_manifest(
-        folder,
-        f"""
-        adapter = "openai"
-        model = "gpt-live"
-        base_url = "{chat.base_url("echo")}"
-        """,
-    )
-
-
 def test_groq_unchanged(chat: ChatServer, tmp_path: Path) -> None:
-    assert _record_then_replay(tmp_path, _openai_record(tmp_path, chat), GROQ) == "1: hi"
+    record = record_manifest(tmp_path, chat.base_url("echo"))
+    assert _record_then_replay(tmp_path, record, GROQ) == "1: hi"
     assert chat.count("echo") == 1  # the replay asked the vendor nothing
 
 
 def test_together_unchanged(chat: ChatServer, tmp_path: Path) -> None:
-    assert _record_then_replay(tmp_path, _openai_record(tmp_path, chat), TOGETHER) == "1: hi"
+    record = record_manifest(tmp_path, chat.base_url("echo"))
+    assert _record_then_replay(tmp_path, record, TOGETHER) == "1: hi"
     assert chat.count("echo") == 1
 
 
 def test_litellm_gemini_unchanged(gemini_server: GeminiServer, tmp_path: Path) -> None:
-    record = _record_manifest(
+    record = record_manifest(
         tmp_path,
-        f"""
-        adapter = "gemini"
-        model = "gemini-live"
-        base_url = "{gemini_server.base_url("echo")}"
-        api_key_env = "FAKE_VENDOR_KEY"
-        """,
+        gemini_server.base_url("echo"),
+        adapter="gemini",
+        model="gemini-live",
+        api_key_env="FAKE_VENDOR_KEY",
     )
     assert _record_then_replay(tmp_path, record, LITELLM_GEMINI) == "1: hi"
     assert gemini_server.count("echo") == 1

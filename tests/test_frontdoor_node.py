@@ -23,6 +23,7 @@ from tests.chat_server import ChatServer
 from tests.frontdoor_util import (
     misses,
     neutral_hash,
+    record_manifest,
     replay_manifest,
     run_cli,
     summary,
@@ -129,24 +130,6 @@ def test_node_openai_responses(conversation: Path) -> None:
     assert out["responses"] == out["responses_stream"] == "hello"
 
 
-def _record_manifest(folder: Path, chat: ChatServer) -> Path:
-    manifest = folder / "record.toml"
-    manifest.write_text(
-        textwrap.dedent(
-            f"""
-            [provider]
-            kind = "record"
-            fixture = "recorded.jsonl"
-            [provider.live]
-            adapter = "openai"
-            model = "gpt-live"
-            base_url = "{chat.base_url("echo")}"
-            """
-        )
-    )
-    return manifest
-
-
 PYTHON_APP = textwrap.dedent(
     """
     import json
@@ -164,7 +147,7 @@ PYTHON_APP = textwrap.dedent(
 
 
 def test_record_through_node_replay_through_python(chat: ChatServer, tmp_path: Path) -> None:
-    status, recorded, stderr = node(_record_manifest(tmp_path, chat), "simple")
+    status, recorded, stderr = node(record_manifest(tmp_path, chat.base_url("echo")), "simple")
     assert status == 0, stderr
     assert recorded == {"simple_chat": "1: hi", "simple_messages": "2: bye"}
     replay = replay_manifest(tmp_path, tmp_path / "recorded.jsonl")
@@ -175,7 +158,9 @@ def test_record_through_node_replay_through_python(chat: ChatServer, tmp_path: P
 
 
 def test_record_through_python_replay_through_node(chat: ChatServer, tmp_path: Path) -> None:
-    done = run_cli(_record_manifest(tmp_path, chat), [sys.executable, "-c", PYTHON_APP])
+    done = run_cli(
+        record_manifest(tmp_path, chat.base_url("echo")), [sys.executable, "-c", PYTHON_APP]
+    )
     assert done.returncode == 0, done.stderr
     recorded = json.loads(done.stdout)
     assert recorded == {"simple_chat": "1: hi", "simple_messages": "2: bye"}

@@ -38,7 +38,9 @@ from replay_actor.integrations.transport import AsyncProviderTransport, Provider
 from replay_actor.manifest import open_provider
 from tests.chat_server import ChatServer
 from tests.frontdoor_util import (
+    live_manifest,
     neutral_hash,
+    record_manifest,
     replay_manifest,
     run_cli,
     serving,
@@ -346,47 +348,23 @@ def test_invalid_requests_are_counted(greeting: Path) -> None:
     assert ", 0 blocked, 3 invalid; fixture sha256:" in summary(done.stderr)
 
 
-def _live(folder: Path, chat: ChatServer, scenario: str) -> Path:
-    manifest = folder / "live.toml"
-    manifest.write_text(
-        textwrap.dedent(
-            f"""
-            [provider]
-            kind = "live"
-            adapter = "openai"
-            model = "gpt-live"
-            base_url = "{chat.base_url(scenario)}"
-            max_retries = 0
-            """
-        )
-    )
-    return manifest
-
-
 def test_live_and_record_summaries(chat: ChatServer, tmp_path: Path) -> None:
-    live = run_cli(_live(tmp_path, chat, "echo"), [PY, "-c", SWALLOWS, "0", "hi"])
+    live = run_cli(
+        live_manifest(tmp_path, chat.base_url("echo"), max_retries=0),
+        [PY, "-c", SWALLOWS, "0", "hi"],
+    )
     assert live.returncode == 0, live.stderr
     assert summary(live.stderr) == (
         "replay-actor: 1 served, 0 missed, 0 exhausted, 0 blocked; live openai gpt-live; not sealed"
     )
-    failing = run_cli(_live(tmp_path, chat, "500"), [PY, "-c", SWALLOWS, "0", "hi"])
+    failing = run_cli(
+        live_manifest(tmp_path, chat.base_url("500"), max_retries=0),
+        [PY, "-c", SWALLOWS, "0", "hi"],
+    )
     assert failing.returncode == 4, failing.stderr
     assert ", 0 blocked, 1 failed; live openai gpt-live;" in summary(failing.stderr)
 
-    record = tmp_path / "record.toml"
-    record.write_text(
-        textwrap.dedent(
-            f"""
-            [provider]
-            kind = "record"
-            fixture = "recorded.jsonl"
-            [provider.live]
-            adapter = "openai"
-            model = "gpt-live"
-            base_url = "{chat.base_url("echo")}"
-            """
-        )
-    )
+    record = record_manifest(tmp_path, chat.base_url("echo"))
     done = run_cli(record, [PY, "-c", SWALLOWS, "0", "hi", "bye"])
     assert done.returncode == 0, done.stderr
     line = summary(done.stderr)
@@ -400,7 +378,7 @@ def test_a_live_run_sealed_on_request_still_reaches_its_vendor(
     chat: ChatServer, tmp_path: Path, host_listener: socket.socket
 ) -> None:
     # The server stays outside: the live adapter has the network, the child does not.
-    manifest = _live(tmp_path, chat, "echo")
+    manifest = live_manifest(tmp_path, chat.base_url("echo"), max_retries=0)
     done = run_cli(
         manifest, [PY, "-c", PROBE, port_of(host_listener)], flags=("--seal", "namespace")
     )
@@ -419,19 +397,7 @@ DUMP_ENV = "import json, os; print(json.dumps(dict(os.environ)))"
 
 def test_the_real_key_never_reaches_the_child_in_any_form(chat: ChatServer, tmp_path: Path) -> None:
     planted = "sk-planted-" + os.urandom(16).hex()
-    manifest = tmp_path / "live.toml"
-    manifest.write_text(
-        textwrap.dedent(
-            f"""
-            [provider]
-            kind = "live"
-            adapter = "openai"
-            model = "gpt-live"
-            base_url = "{chat.base_url("echo")}"
-            api_key_env = "PLANTED_KEY"
-            """
-        )
-    )
+    manifest = live_manifest(tmp_path, chat.base_url("echo"), api_key_env="PLANTED_KEY")
     env = dict(os.environ)
     env.update(
         PLANTED_KEY=planted,
