@@ -117,10 +117,9 @@ def _exec_failure(command: Sequence[str], env: Mapping[str, str], exc: OSError) 
 
 @dataclass
 class _Child:
-    """The spawned child, the seal it got, and the namespace's listener (if any)."""
+    """The spawned child, and its namespace's listener (when it has one)."""
 
     proc: asyncio.subprocess.Process
-    seal: str
     listener: socket.socket | None = None
 
 
@@ -173,7 +172,7 @@ class _Launch:
             self.seal = "proxy"
         env = self.environment(self.seal)
         try:
-            return _Child(await self._exec(env, death), self.seal)
+            return _Child(await self._exec(env, death))
         except OSError as exc:
             return _exec_failure(self._command, env, exc)
 
@@ -196,7 +195,7 @@ class _Launch:
                     namespace.listener().close()
                 return _exec_failure(self._command, env, exc)
             try:
-                return _Child(proc, "namespace", namespace.listener())
+                return _Child(proc, namespace.listener())
             except SealUnavailable:  # pragma: no cover - the hook hands it over before exec
                 proc.kill()  # our own child, by its PID
                 await proc.wait()
