@@ -40,12 +40,15 @@ typecheck: $(STAMP) ## mypy --strict only
 pytest: $(STAMP) node-deps ## pytest only
 	$(PY) -m pytest
 
-# The front door's tests drive the npm openai and @anthropic-ai/sdk packages from Node
-# (tests/test_frontdoor_node.py); where node is missing those tests skip.
+# The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
+# @ai-sdk/openai) packages from Node (tests/test_frontdoor_node.py); where node is
+# missing those tests skip.
+NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
 	@if command -v node >/dev/null 2>&1; then \
-		test -d .cache/node/node_modules/openai -a -d .cache/node/node_modules/@anthropic-ai/sdk || \
-		npm install --silent --no-audit --no-fund --prefix .cache/node openai @anthropic-ai/sdk; \
+		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \
+		test -z "$$missing" || \
+		npm install --silent --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); \
 	fi
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         default="",
         help=(
-            "comma-separated sections: P1 ... P14, P12r, P12g, E1 (or EXPLAIN), "
+            "comma-separated sections: P1 ... P14, P17, P12r, P12g, E1 (or EXPLAIN), "
             "P5d/P6b/P8c (or LARGE)"
         ),
     )
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         ({"P12", "P12G"}, "the Gemini SDK path (P12g)", lambda: sdk.run_sdk_gemini(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
+        ({"P17"}, "a sealed run's start-up (P17)", lambda: frontdoor.run_sealed_startup(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
         ({"P5D", "P6B", "P8C", "LARGE"}, "large fixtures (P5d, P6b, P8c)", large_section),
     ]

@@ -114,6 +114,11 @@ METHOD: Final = """\
   body and returns the front door's answer bytes (asserted equal first). The difference
   is the token check, the body decode and vendor mapping, one `acomplete()` round trip
   to the cursor actor (a third process) and the vendor response.
+- **P17**: `replay-actor run` of a replay manifest on the 100-entry fixture with
+  `python -c pass` as COMMAND, timed whole (process start to exit: the acquisition, the
+  front door, the child, the summary), sealed in a network namespace against the same
+  command with `--seal off`, interleaved. The difference is the child's `unshare`, its
+  loopback brought up and its listening socket handed to `run`.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own

@@ -1,9 +1,15 @@
-"""P14: the front door. An ``httpx2`` client's POST of the realistic request as an OpenAI
+"""P14: the front door, and P17: a sealed ``run``'s start-up.
+
+P14: the front door. An ``httpx2`` client's POST of the realistic request as an OpenAI
 chat body to ``replay-actor serve`` (token check, vendor mapping, one ``acomplete`` on
 the cursor actor, vendor response), against the floor: the same client and the same
 POST to a bare server of the same library (uvicorn, same settings) whose bare ASGI app
 reads the body and returns the same response bytes. Both servers run as processes of
 their own, so the client side is identical and only the server's work differs.
+
+P17: ``replay-actor run MANIFEST -- python -c pass`` of a replay manifest, sealed in a
+network namespace (the default), against the same command with ``--seal off``, timed
+whole (start to exit, as a user or CI waits for it), the two sides interleaved.
 
 ``python -m benchmarks.frontdoor bare FILE`` is the floor server: it answers every
 request with FILE's bytes and prints its URL when it listens.
@@ -16,6 +22,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +34,7 @@ from replay_actor.vendors import openai as vendor_openai
 from .timing import Config, Row, Stats, interleave, per_call
 from .workload import cache_dir, fixture, realistic_request
 
-__all__ = ["run_frontdoor"]
+__all__ = ["run_frontdoor", "run_sealed_startup"]
 
 MODEL = "gpt-4.1-mini"
 
@@ -115,6 +122,49 @@ def run_frontdoor(cfg: Config) -> list[Row]:
             ratio_means="ours / floor",
             op="<=",
             bound=1.3,
+            extra={"paired_median_ratio": paired},
+        )
+    ]
+
+
+def _run_once(argv: list[str]) -> float:
+    start = time.perf_counter_ns()
+    done = subprocess.run(argv, check=False, capture_output=True, timeout=120)
+    elapsed = (time.perf_counter_ns() - start) / 1e9
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[4:6]} failed: {done.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+def run_sealed_startup(cfg: Config) -> list[Row]:
+    manifest = cache_dir() / "sealed.toml"
+    manifest.write_text(f'[provider]\nkind = "replay"\nfixture = "{fixture(100)}"\n')
+    run = [sys.executable, "-m", "replay_actor", "run"]
+    child = ["--", sys.executable, "-c", "pass"]
+    sealed = [*run, "--seal", "namespace", str(manifest), *child]
+    unsealed = [*run, "--seal", "off", str(manifest), *child]
+    samples = interleave(
+        {"sealed": lambda: _run_once(sealed), "unsealed": lambda: _run_once(unsealed)},
+        reps=cfg.pick(15, 3),
+        warmup=1,
+    )
+    mine = Stats.of(samples["sealed"])
+    base = Stats.of(samples["unsealed"])
+    paired = statistics.median(
+        s / u for s, u in zip(samples["sealed"], samples["unsealed"], strict=True)
+    )
+    return [
+        Row(
+            id="P17",
+            what="replay-actor run of `python -c pass`, replay manifest, sealed (namespace)",
+            unit="ms",
+            ours=mine,
+            reference=base,
+            reference_name="the same run with --seal off",
+            ratio=mine.median / base.median,
+            ratio_means="sealed / unsealed",
+            op="<=",
+            bound=1.5,
             extra={"paired_median_ratio": paired},
         )
     ]

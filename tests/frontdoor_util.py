@@ -45,6 +45,45 @@ def replay_manifest(
     return path
 
 
+def _live_table(base_url: str, adapter: str, model: str, more: Mapping[str, str | int]) -> str:
+    lines = [f"adapter = {json.dumps(adapter)}", f"model = {json.dumps(model)}"]
+    lines.append(f"base_url = {json.dumps(base_url)}")
+    lines += [f"{key} = {json.dumps(value)}" for key, value in more.items()]
+    return "\n".join(lines) + "\n"
+
+
+def live_manifest(
+    folder: Path,
+    base_url: str,
+    *,
+    adapter: str = "openai",
+    model: str = "gpt-live",
+    **more: str | int,
+) -> Path:
+    """``folder/live.toml``: a live manifest on ``base_url`` (``more``: further keys)."""
+    path = folder / "live.toml"
+    path.write_text('[provider]\nkind = "live"\n' + _live_table(base_url, adapter, model, more))
+    return path
+
+
+def record_manifest(
+    folder: Path,
+    base_url: str,
+    *,
+    adapter: str = "openai",
+    model: str = "gpt-live",
+    **more: str | int,
+) -> Path:
+    """``folder/record.toml``: recording into ``folder/recorded.jsonl`` through a live
+    adapter on ``base_url``."""
+    path = folder / "record.toml"
+    path.write_text(
+        '[provider]\nkind = "record"\nfixture = "recorded.jsonl"\n[provider.live]\n'
+        + _live_table(base_url, adapter, model, more)
+    )
+    return path
+
+
 def misses(folder: Path) -> list[dict[str, Any]]:
     """The inspection record's events (one per miss or exhaustion: a retry would add one)."""
     path = folder / "misses.jsonl"
@@ -83,13 +122,14 @@ def run_cli(
     manifest: Path,
     command: list[str],
     *,
+    flags: tuple[str, ...] = (),
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """``replay-actor run MANIFEST -- COMMAND``, to completion."""
+    """``replay-actor run [FLAGS] MANIFEST -- COMMAND``, to completion."""
     return subprocess.run(
-        [*CLI, "run", str(manifest), "--", *command],
+        [*CLI, "run", *flags, str(manifest), "--", *command],
         check=False,
         capture_output=True,
         text=True,
@@ -97,6 +137,13 @@ def run_cli(
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def summary(stderr: str) -> str:
+    """``run``'s summary line (the last line of its stderr that is one)."""
+    lines = [line for line in stderr.splitlines() if line.startswith("replay-actor: ")]
+    assert lines, f"no summary line in: {stderr}"
+    return lines[-1]
 
 
 def quiet_env(**more: str) -> dict[str, str]:

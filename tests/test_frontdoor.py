@@ -24,10 +24,11 @@ import pytest
 
 from replay_actor import openai_client
 from replay_actor.frontdoor import MAX_BODY_BYTES
-from replay_actor.frontdoor.run import child_environment
+from replay_actor.frontdoor.environment import child_environment
 from tests.chat_server import ChatServer
 from tests.frontdoor_util import (
     CLI,
+    live_manifest,
     misses,
     neutral_hash,
     replay_manifest,
@@ -395,19 +396,7 @@ def test_run_gives_the_child_the_front_door_and_exits_with_its_status(greeting: 
 
 def test_run_keeps_the_real_key_from_the_child(chat: ChatServer, tmp_path: Path) -> None:
     planted = "sk-planted-" + os.urandom(12).hex()
-    manifest = tmp_path / "live.toml"
-    manifest.write_text(
-        textwrap.dedent(
-            f"""
-            [provider]
-            kind = "live"
-            adapter = "openai"
-            model = "gpt-live"
-            base_url = "{chat.base_url("echo")}"
-            api_key_env = "PLANTED_KEY"
-            """
-        )
-    )
+    manifest = live_manifest(tmp_path, chat.base_url("echo"), api_key_env="PLANTED_KEY")
     env = dict(os.environ)
     # The key under its own name, under the SDK's name, and under an unrelated one.
     env.update(PLANTED_KEY=planted, OPENAI_API_KEY=planted, SOMETHING_ELSE=planted)

@@ -20,12 +20,21 @@ from typing import Any
 import pytest
 
 from tests.chat_server import ChatServer
-from tests.frontdoor_util import misses, neutral_hash, replay_manifest, run_cli, write_fixture
+from tests.frontdoor_util import (
+    misses,
+    neutral_hash,
+    record_manifest,
+    replay_manifest,
+    run_cli,
+    summary,
+    write_fixture,
+)
 
 NODE = shutil.which("node")
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
 APP = ROOT / "tests" / "node" / "frontdoor_app.cjs"
+AI_APP = ROOT / "tests" / "node" / "ai_sdk_app.cjs"
 
 pytestmark = [
     pytest.mark.skipif(NODE is None, reason="node is not installed"),
@@ -47,10 +56,11 @@ UNKNOWN = [{"role": "user", "content": "unknown"}]
 
 
 def node_env(**more: str) -> dict[str, str]:
-    if not (NODE_MODULES / "openai").is_dir() or not (NODE_MODULES / "@anthropic-ai").is_dir():
+    packages = ("openai", "@anthropic-ai/sdk", "ai", "@ai-sdk/openai")
+    if not all((NODE_MODULES / package).is_dir() for package in packages):
         pytest.fail(
             f"the npm packages are not in {NODE_MODULES}: `make test` installs them "
-            "(npm install --prefix .cache/node openai @anthropic-ai/sdk)"
+            f"(npm install --prefix .cache/node {' '.join(packages)})"
         )
     env = dict(os.environ)
     env["NODE_PATH"] = str(NODE_MODULES)
@@ -61,7 +71,7 @@ def node_env(**more: str) -> dict[str, str]:
 def node(manifest: Path, parts: str) -> tuple[int, dict[str, Any], str]:
     assert NODE is not None
     done = run_cli(manifest, [NODE, str(APP), parts], env=node_env())
-    out = json.loads(done.stdout) if done.returncode == 0 else {}
+    out = json.loads(done.stdout) if done.stdout.strip() else {}
     return done.returncode, out, done.stderr
 
 
@@ -89,7 +99,9 @@ def test_node_openai_and_anthropic_chat_messages_streams_tools_and_misses(
     conversation: Path, tmp_path: Path
 ) -> None:
     status, out, stderr = node(conversation, "chat,messages")
-    assert status == 0, stderr
+    # The app caught both misses and exited 0: run says so, and exits 4.
+    assert status == 4, stderr
+    assert summary(stderr).startswith("replay-actor: 8 served, 2 missed, 0 exhausted, 0 blocked;")
     assert out["chat"] == out["chat_stream"] == "hello"
     assert out["messages"] == out["messages_stream"] == "hello"
     assert out["chat_tool"] == out["messages_tool"] == ["get_weather", {"city": "Paris"}]
@@ -118,24 +130,6 @@ def test_node_openai_responses(conversation: Path) -> None:
     assert out["responses"] == out["responses_stream"] == "hello"
 
 
-def _record_manifest(folder: Path, chat: ChatServer) -> Path:
-    manifest = folder / "record.toml"
-    manifest.write_text(
-        textwrap.dedent(
-            f"""
-            [provider]
-            kind = "record"
-            fixture = "recorded.jsonl"
-            [provider.live]
-            adapter = "openai"
-            model = "gpt-live"
-            base_url = "{chat.base_url("echo")}"
-            """
-        )
-    )
-    return manifest
-
-
 PYTHON_APP = textwrap.dedent(
     """
     import json
@@ -153,7 +147,7 @@ PYTHON_APP = textwrap.dedent(
 
 
 def test_record_through_node_replay_through_python(chat: ChatServer, tmp_path: Path) -> None:
-    status, recorded, stderr = node(_record_manifest(tmp_path, chat), "simple")
+    status, recorded, stderr = node(record_manifest(tmp_path, chat.base_url("echo")), "simple")
     assert status == 0, stderr
     assert recorded == {"simple_chat": "1: hi", "simple_messages": "2: bye"}
     replay = replay_manifest(tmp_path, tmp_path / "recorded.jsonl")
@@ -164,7 +158,9 @@ def test_record_through_node_replay_through_python(chat: ChatServer, tmp_path: P
 
 
 def test_record_through_python_replay_through_node(chat: ChatServer, tmp_path: Path) -> None:
-    done = run_cli(_record_manifest(tmp_path, chat), [sys.executable, "-c", PYTHON_APP])
+    done = run_cli(
+        record_manifest(tmp_path, chat.base_url("echo")), [sys.executable, "-c", PYTHON_APP]
+    )
     assert done.returncode == 0, done.stderr
     recorded = json.loads(done.stdout)
     assert recorded == {"simple_chat": "1: hi", "simple_messages": "2: bye"}
@@ -172,3 +168,26 @@ def test_record_through_python_replay_through_node(chat: ChatServer, tmp_path: P
     assert status == 0, stderr
     assert out == recorded
     assert chat.count("echo") == 2
+
+
+def test_a_miss_the_vercel_ai_sdk_swallows_makes_run_exit_4(tmp_path: Path) -> None:
+    assert NODE is not None
+    fixture = write_fixture(tmp_path / "fixture.jsonl", {})
+    manifest = replay_manifest(tmp_path, fixture)
+    app = [NODE, str(AI_APP), "hi"]
+    done = run_cli(manifest, app, env=node_env())
+    # The measured failure: the app printed nothing and would have exited 0.
+    assert json.loads(done.stdout) == {"text": ""}
+    assert done.returncode == 4, done.stderr
+    assert summary(done.stderr).startswith("replay-actor: 0 served, 1 missed, 0 exhausted,")
+    allowed = run_cli(manifest, app, env=node_env(), flags=("--allow-misses",))
+    assert allowed.returncode == 0, allowed.stderr  # the child's own status
+    assert summary(allowed.stderr).startswith("replay-actor: 0 served, 1 missed,")
+    # Authored (docs/authoring.md), the same app replays, and run exits 0.
+    missed = {event["request_hash"] for event in misses(tmp_path)}
+    assert len(missed) == 1
+    write_fixture(fixture, {missed.pop(): {"content": "hello"}})
+    done = run_cli(manifest, app, env=node_env())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"text": "hello"}
+    assert summary(done.stderr).startswith("replay-actor: 1 served, 0 missed, 0 exhausted,")

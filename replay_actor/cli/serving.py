@@ -24,13 +24,16 @@ _EPILOG_SERVE: Final = (
     "x-goog-api-key). Runs until SIGINT/SIGTERM, then releases the provider: exit 0."
 )
 _EPILOG_RUN: Final = (
-    "COMMAND gets OPENAI_BASE_URL, OPENAI_API_BASE, ANTHROPIC_BASE_URL and\n"
-    "GOOGLE_GEMINI_BASE_URL pointing at the front door, and OPENAI_API_KEY,\n"
-    "ANTHROPIC_API_KEY and GEMINI_API_KEY set to the run's token; the manifest's real\n"
-    "key never reaches it.\n\n"
+    "COMMAND gets every vendor client's base-URL variable (OPENAI_BASE_URL,\n"
+    "ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, GROQ_BASE_URL, ...) pointing at the\n"
+    "front door and every key variable set to the run's token; no real key reaches it.\n"
+    "A replay manifest's COMMAND is sealed: it can reach the front door and nothing else.\n"
+    "At exit one summary line on stderr: served, missed, exhausted, blocked; the fixture.\n\n"
     "example:\n"
     "  replay-actor run eval.toml -- python my_eval.py\n\n"
-    "exit: COMMAND's status (128+N if it died of signal N); 127 not found; 1 bad manifest"
+    "exit: COMMAND's status (128+N if it died of signal N); 4 if COMMAND exited 0 but\n"
+    "a call failed (a miss, ...); 127 not found; 126 cannot execute; 1 bad manifest,\n"
+    "or --seal namespace where no namespace can be made"
 )
 
 _ADDRESS: Final = (
@@ -55,7 +58,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not command:
         print(f"{PROG} run: error: a COMMAND is required after --", file=sys.stderr)
         return EXIT_USAGE
-    return run_command(args.manifest, command, host=args.host, port=args.port)
+    return run_command(
+        args.manifest,
+        command,
+        host=args.host,
+        port=args.port,
+        seal=args.seal,
+        allow_misses=args.allow_misses,
+    )
 
 
 SERVE: Final = Command(
@@ -76,6 +86,18 @@ RUN: Final = Command(
     epilog=_EPILOG_RUN,
     arguments=(
         *_ADDRESS,
+        arg(
+            "--seal",
+            choices=("namespace", "proxy", "off"),
+            default=None,
+            help="how COMMAND is kept from other endpoints (default: namespace, else proxy, "
+            "for a replay manifest; off for live and record)",
+        ),
+        arg(
+            "--allow-misses",
+            action="store_true",
+            help="exit with COMMAND's status even if a call failed (a miss, ...)",
+        ),
         arg(
             "command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the command"
         ),

@@ -6,89 +6,80 @@ door, and the child is spawned from that same thread (``PR_SET_PDEATHSIG`` follo
 *thread* that created the child, and the main thread lives as long as the process).
 This module owns
 
-- the child's environment: every vendor's base-URL variable pointing at the front door,
-  every API-key variable set to the run's token, and the real key removed: the manifest's
-  ``api_key_env`` variables (read by ``open_provider`` *before* the environment is built)
-  and any variable holding the same value are left out, so the child cannot see the key;
+- the seal chosen (:data:`SEALS`): a replay manifest's default is the namespace
+  (:mod:`.seal`), falling back to the proxy variables (:mod:`.proxy`) where this system
+  cannot make one; ``--seal namespace`` refuses to start there instead (exit 1); live
+  and record manifests default to ``off``;
+- the child's environment (built by :mod:`.environment`, the real key read by
+  ``open_provider`` *before* it is built);
 - fate-sharing: the child is sent SIGTERM if ``run`` dies (the parent-death signal, set
-  in the child between fork and exec by a ``preexec_fn`` that only calls ``prctl``,
-  ``getppid`` and ``kill``, resolved before the fork, so the other threads of this
-  process (the library's reaper) hold nothing it needs); the acquisition dies with
-  ``run`` too, since the cursor actor watches this process, and the server is gone with
-  the process;
+  in the child between fork and exec by a ``preexec_fn`` whose calls are resolved before
+  the fork, so the other threads of this process (the library's reaper) hold nothing it
+  needs); the acquisition dies with ``run`` too, since the cursor actor watches this
+  process, and the server is gone with the process;
 - signals: SIGINT, SIGTERM and SIGHUP sent to ``run`` are forwarded to the child, and
   ``run`` goes on until the child exits;
-- the exit status: the child's, a signal death as 128 + N like a shell; 127 when COMMAND
-  cannot be found, 126 when it cannot be executed.
+- the exit status, as a shell gives it: the child's, a signal death as 128 + N; 127
+  when COMMAND cannot be found, 126 when it cannot be executed (no permission, not an
+  executable format, a missing interpreter); then :mod:`.summary`'s rule (4 when a call
+  failed closed) and its line on stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import os
+import shutil
 import signal
+import subprocess
 import sys
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from .._errors import ReplayError
+from .environment import child_environment, foreign_key_warning
+from .seal import NamespaceSeal, SealUnavailable
 from .server import DEFAULT_HOST, FrontDoor
+from .summary import exit_status, summary_line
 
 if TYPE_CHECKING:
+    import socket
+
     from .._interface import Provider
 
-__all__ = ["BASE_URL_VARIABLES", "KEY_VARIABLES", "child_environment", "run_command"]
+__all__ = ["SEALS", "run_command"]
 
-#: Variable -> key of the ready line it is set from.
-BASE_URL_VARIABLES: Final = {
-    "OPENAI_BASE_URL": "openai_base_url",
-    # LiteLLM and older OpenAI-based tools read this one.
-    "OPENAI_API_BASE": "openai_base_url",
-    "ANTHROPIC_BASE_URL": "anthropic_base_url",
-    "GOOGLE_GEMINI_BASE_URL": "gemini_base_url",
-}
-#: Set to the run's token. ANTHROPIC_AUTH_TOKEN is not set: the Anthropic SDKs would
-#: then send the token twice (x-api-key and Authorization), which works, but an
-#: inherited real ANTHROPIC_AUTH_TOKEN is removed instead, so no real credential leaks.
-KEY_VARIABLES: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
-#: Credentials a vendor SDK would prefer to, or add beside, the keys above: removed so
-#: the child sends only the token, and never a real credential, to the front door.
-_REMOVED: Final = ("ANTHROPIC_AUTH_TOKEN", "GOOGLE_API_KEY")
+#: ``--seal``'s choices.
+SEALS: Final = ("namespace", "proxy", "off")
+#: NO_PROXY inside a namespace: all of its loopback is the child's own (the front door,
+#: and any server the child starts there).
+_NAMESPACE_NO_PROXY: Final = "127.0.0.1,localhost,::1"
 
 _PR_SET_PDEATHSIG: Final = 1
 _FORWARDED: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def key_variables(manifest: str | os.PathLike[str]) -> set[str]:
-    """The ``api_key_env`` names a manifest file uses (its live table and a record
-    manifest's ``[provider.live]``). The manifest has been checked by ``open_provider``."""
+def manifest_facts(manifest: str | os.PathLike[str]) -> tuple[str, set[str]]:
+    """The manifest's kind and the ``api_key_env`` names it uses (its live table and a
+    record manifest's ``[provider.live]``). The manifest has been checked by
+    ``open_provider``."""
     with open(manifest, "rb") as file:
         data = tomllib.load(file)
     names: set[str] = set()
     provider = data.get("provider")
     tables: list[Any] = [provider]
+    kind = "replay"
     if isinstance(provider, dict):
         tables.append(provider.get("live"))
+        kind = str(provider.get("kind", kind))
     for table in tables:
         if isinstance(table, dict) and isinstance(table.get("api_key_env"), str):
             names.add(table["api_key_env"])
-    return names
-
-
-def child_environment(
-    environ: Mapping[str, str], info: Mapping[str, str], secret_names: Iterable[str]
-) -> dict[str, str]:
-    """The child's environment: ``environ`` without the named secrets (and without any
-    variable holding one of their values), with the front door's URLs and token."""
-    names = set(secret_names) | set(_REMOVED)
-    values = {environ[name] for name in names if environ.get(name)}
-    env = {k: v for k, v in environ.items() if k not in names and v not in values}
-    for variable, key in BASE_URL_VARIABLES.items():
-        env[variable] = info[key]
-    for variable in KEY_VARIABLES:
-        env[variable] = info["token"]
-    return env
+    return kind, names
 
 
 def _parent_death_hook(parent: int) -> Callable[[], None]:
@@ -109,19 +100,125 @@ def _status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-async def _run(door: FrontDoor, command: Sequence[str], env: dict[str, str]) -> int:
-    loop = asyncio.get_running_loop()
-    await door.start()
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *command, env=env, preexec_fn=_parent_death_hook(os.getpid())
-        )
-    except FileNotFoundError:
-        print(f"replay-actor run: {command[0]}: command not found", file=sys.stderr)
-        return 127
-    except PermissionError:
-        print(f"replay-actor run: {command[0]}: permission denied", file=sys.stderr)
+def _exec_failure(command: Sequence[str], env: Mapping[str, str], exc: OSError) -> int:
+    """The shell's status and message for a COMMAND that could not be executed."""
+    name = command[0]
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        if shutil.which(name, path=env.get("PATH", os.defpath)) is None:
+            print(f"replay-actor run: {name}: command not found", file=sys.stderr)
+            return 127
+        # The file is there: its interpreter (#!) is not.
+        print(f"replay-actor run: {name}: bad interpreter", file=sys.stderr)
         return 126
+    reason = exc.strerror or type(exc).__name__
+    print(f"replay-actor run: {name}: cannot execute: {reason}", file=sys.stderr)
+    return 126
+
+
+@dataclass
+class _Child:
+    """The spawned child, and its namespace's listener (when it has one)."""
+
+    proc: asyncio.subprocess.Process
+    listener: socket.socket | None = None
+
+
+class _Launch:
+    """How to start COMMAND under the chosen seal: ``await spawn()`` is the child, or
+    an exit status when there is none to run; ``seal`` is then the seal it got (or was
+    to get), ``refused`` whether ``--seal namespace`` refused to start."""
+
+    def __init__(
+        self, door: FrontDoor, command: Sequence[str], secret_names: set[str], seal: str
+    ) -> None:
+        self._door = door
+        self._command = command
+        self._secrets = secret_names
+        self._wanted = seal  # namespace, auto (namespace, else proxy), proxy or off
+        self.seal = "namespace" if seal == "auto" else seal
+        self.refused = False
+
+    def environment(self, seal: str) -> dict[str, str]:
+        no_proxy = {
+            "namespace": _NAMESPACE_NO_PROXY,
+            # Only the front door: the host's other loopback services are not the child's.
+            "proxy": f"{self._door.url.removeprefix('http://')},localhost:{self._door.address[1]}",
+        }.get(seal)
+        return child_environment(os.environ, self._door.info, self._secrets, no_proxy=no_proxy)
+
+    async def _exec(self, env: dict[str, str], hook: Callable[[], None]) -> Any:
+        return await asyncio.create_subprocess_exec(*self._command, env=env, preexec_fn=hook)
+
+    async def spawn(self) -> _Child | int:
+        death = _parent_death_hook(os.getpid())
+        if self._wanted in ("namespace", "auto"):
+            got = await self._spawn_in_namespace(death)
+            if not isinstance(got, SealUnavailable):
+                return got
+            if self._wanted == "namespace":
+                self.refused = True
+                print(
+                    f"replay-actor run: error: cannot seal COMMAND in a network namespace "
+                    f"here ({got}); --seal proxy seals it with proxy variables "
+                    "(best-effort), --seal off does not seal it",
+                    file=sys.stderr,
+                )
+                return 1
+            print(
+                f"replay-actor run: note: no network namespace here ({got}); "
+                "sealed with proxy variables instead (best-effort)",
+                file=sys.stderr,
+            )
+            self.seal = "proxy"
+        env = self.environment(self.seal)
+        try:
+            return _Child(await self._exec(env, death))
+        except OSError as exc:
+            return _exec_failure(self._command, env, exc)
+
+    async def _spawn_in_namespace(
+        self, death: Callable[[], None]
+    ) -> _Child | int | SealUnavailable:
+        env = self.environment("namespace")
+        namespace = NamespaceSeal(*self._door.address)
+        try:
+            try:
+                proc = await self._exec(env, namespace.hook(death))
+            except subprocess.SubprocessError:  # the hook raised: nothing was executed
+                try:
+                    namespace.listener().close()
+                except SealUnavailable as exc:
+                    return exc
+                return SealUnavailable("the child's set-up failed")
+            except OSError as exc:  # sealed, then exec failed: the socket came over
+                with contextlib.suppress(SealUnavailable):
+                    namespace.listener().close()
+                return _exec_failure(self._command, env, exc)
+            try:
+                return _Child(proc, namespace.listener())
+            except SealUnavailable:  # pragma: no cover - the hook hands it over before exec
+                proc.kill()  # our own child, by its PID
+                await proc.wait()
+                raise RuntimeError("the sealed child did not hand over its socket") from None
+        finally:
+            namespace.close()
+
+
+async def _run(door: FrontDoor, launch: _Launch) -> int:
+    loop = asyncio.get_running_loop()
+    child = await launch.spawn()
+    if isinstance(child, int):
+        return child
+    proc = child.proc
+    try:
+        # The child may already be asking: its requests wait in the listening socket's
+        # queue until the server accepts them.
+        await door.start(child.listener)
+    except BaseException:
+        if proc.returncode is None:
+            proc.kill()  # our own child, by its PID
+        await proc.wait()
+        raise
     for sig in _FORWARDED:
         loop.add_signal_handler(sig, _forward(proc, sig))
     try:
@@ -139,11 +236,25 @@ def _forward(proc: asyncio.subprocess.Process, sig: int) -> Callable[[], None]:
     return forward
 
 
-async def _run_then_close(door: FrontDoor, command: Sequence[str], env: dict[str, str]) -> int:
+async def _run_then_close(door: FrontDoor, launch: _Launch) -> int:
     try:
-        return await _run(door, command, env)
+        return await _run(door, launch)
     finally:
         await door.wait_closed()
+
+
+def _report_blocked(host: str) -> None:
+    print(
+        f"replay-actor run: blocked a request for {host}: only the front door answers a sealed run",
+        file=sys.stderr,
+    )
+
+
+def _snapshot(provider: Provider) -> dict[str, Any] | None:
+    try:
+        return provider.snapshot()
+    except ReplayError:
+        return None
 
 
 def run_command(
@@ -152,18 +263,33 @@ def run_command(
     *,
     host: str = DEFAULT_HOST,
     port: int = 0,
+    seal: str | None = None,
+    allow_misses: bool = False,
 ) -> int:
-    """``replay-actor run``: serve the manifest's provider to ``command``; its status."""
+    """``replay-actor run``: serve the manifest's provider to ``command``; its status
+    (``seal``: one of :data:`SEALS`, None for the manifest's default)."""
     if not command:
         raise ValueError("run needs a COMMAND after --")
+    if seal is not None and seal not in SEALS:
+        raise ValueError(f"--seal must be one of {', '.join(SEALS)}, not {seal!r}")
     from ..manifest import open_provider
 
-    secret_names = key_variables(manifest)
+    kind, secret_names = manifest_facts(manifest)
+    chosen = seal or ("auto" if kind == "replay" else "off")
     # The key is read here, into the adapter, before the child's environment exists.
     provider: Provider = open_provider(manifest)
     try:
-        door = FrontDoor(provider, host, port)
-        env = child_environment(os.environ, door.info, secret_names)
-        return asyncio.run(_run_then_close(door, command, env))
+        door = FrontDoor(
+            provider, host, port, release_on_close=False, report_blocked=_report_blocked
+        )
+        warning = foreign_key_warning(os.environ)
+        if warning is not None:
+            print(warning, file=sys.stderr)
+        launch = _Launch(door, command, secret_names, chosen)
+        status = asyncio.run(_run_then_close(door, launch))
+        if launch.refused:
+            return status  # nothing ran: nothing to sum up
+        print(summary_line(door.outcomes, _snapshot(provider), launch.seal), file=sys.stderr)
+        return exit_status(status, door.outcomes, allow_misses=allow_misses)
     finally:
         provider.release()

@@ -30,11 +30,13 @@ import secrets
 import signal
 import socket
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from ..integrations._outcomes import Outcomes
 from ..integrations.serving import AsyncServing
 from .app import MAX_BODY_BYTES, FrontDoorApp
+from .proxy import ProxyRefusal
 
 if TYPE_CHECKING:
     import uvicorn
@@ -96,8 +98,11 @@ def _server_class() -> type[uvicorn.Server]:
 
 class FrontDoor:
     """``FrontDoor(provider, host="127.0.0.1", port=0)``: the front door over an open
-    provider, which it releases when it closes. ``await start()``, then ``info`` is the
-    ready line's object; ``stop()`` asks it to end; ``await wait_closed()`` ends it."""
+    provider, which it releases when it closes (unless ``release_on_close=False``).
+    ``await start()``, then ``info`` is the ready line's object; ``stop()`` asks it to
+    end; ``await wait_closed()`` ends it. ``outcomes`` counts every answer (the
+    ``run`` summary); a proxied request is refused (:mod:`.proxy`) and reported to
+    ``report_blocked`` with its host."""
 
     def __init__(
         self,
@@ -106,6 +111,9 @@ class FrontDoor:
         port: int = 0,
         *,
         max_body_bytes: int = MAX_BODY_BYTES,
+        outcomes: Outcomes | None = None,
+        release_on_close: bool = True,
+        report_blocked: Callable[[str], None] = lambda host: None,
     ) -> None:
         try:
             import uvicorn
@@ -114,14 +122,27 @@ class FrontDoor:
                 "the front door needs uvicorn: pip install 'replay-actor[serve]'"
             ) from exc
         self.token: str = secrets.token_urlsafe(32)
-        self._serving = AsyncServing(provider, api=None, release_on_close=True)
+        self.outcomes = Outcomes() if outcomes is None else outcomes
+        self._serving = AsyncServing(
+            provider, api=None, release_on_close=release_on_close, outcomes=self.outcomes
+        )
         self._sock = _bind(host, port)
         bound_host, bound_port = self._sock.getsockname()[:2]
+        #: The bound address: a sealed child's namespace listens on the same one.
+        self.address: tuple[str, int] = (bound_host, bound_port)
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url: str = f"http://{shown}:{bound_port}"
-        app = FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes)
+        app = ProxyRefusal(
+            FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes),
+            (f"{shown}:{bound_port}", f"localhost:{bound_port}"),
+            self.outcomes,
+            report_blocked,
+        )
         config = uvicorn.Config(
             app,
+            # h11, never httptools: a proxied request's absolute-form target must reach
+            # ProxyRefusal whole (httptools keeps only its path), and a CONNECT with it.
+            http="h11",
             lifespan="off",
             access_log=False,
             log_level="warning",
@@ -144,9 +165,14 @@ class FrontDoor:
             "token": self.token,
         }
 
-    async def start(self) -> None:
-        """Start serving; returns once the socket accepts requests."""
+    async def start(self, listener: socket.socket | None = None) -> None:
+        """Start serving; returns once the socket accepts requests. ``listener``: serve
+        on it instead of the bound socket (a sealed child's, on the same address), which
+        is closed: then nothing outside the child's namespace reaches the front door."""
         server: Any = self._server
+        if listener is not None:
+            self._sock.close()
+            self._sock = listener
         self._task = asyncio.create_task(server.serve(sockets=[self._sock]))
         listening = asyncio.create_task(server.listening.wait())
         done, _ = await asyncio.wait({self._task, listening}, return_when=asyncio.FIRST_COMPLETED)

@@ -59,6 +59,7 @@ from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ..vendors import Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
+from ._outcomes import Kind, Outcomes
 
 if TYPE_CHECKING:
     from .._interface import Provider
@@ -73,6 +74,7 @@ __all__ = [
     "Exchange",
     "Headers",
     "Serving",
+    "outcome_of",
 ]
 
 #: A registered vendor API name (``vendors.REGISTRY``).
@@ -157,21 +159,38 @@ class Call(NamedTuple):
         return _failure(self.vendor, exc)
 
 
-def _scope_text(headers: Headers | None) -> str | None:
-    """The ``x-replay-scope`` header's text, if the request has one: a transport's
-    mapping says it as its HTTP library reads it; of the raw pairs the first counts,
-    decoded as httpx decodes a header (UTF-8 when it is, else Latin-1)."""
+def _scope_texts(headers: Headers | None) -> list[str]:
+    """Every ``x-replay-scope`` value the request carries, in order: a transport's headers
+    as its HTTP library reads them (httpx's and httpx2's ``Headers`` keep a repeated
+    header's values apart: ``get_list``), the raw pairs decoded as httpx decodes a header
+    (UTF-8 when it is, else Latin-1)."""
     if headers is None:
-        return None
+        return []
     if isinstance(headers, Mapping):
-        return headers.get(SCOPE_HEADER)
+        get_list = getattr(headers, "get_list", None)
+        if get_list is not None:
+            return list(get_list(SCOPE_HEADER))
+        one = headers.get(SCOPE_HEADER)
+        return [] if one is None else [one]
+    texts: list[str] = []
     for name, value in headers:
         if name == _SCOPE_KEY:
             try:
-                return value.decode("utf-8")
+                texts.append(value.decode("utf-8"))
             except UnicodeDecodeError:
-                return value.decode("latin-1")
-    return None
+                texts.append(value.decode("latin-1"))
+    return texts
+
+
+def outcome_of(exc: BaseException) -> Kind:
+    """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
+    if isinstance(exc, ReplayMiss):
+        return "missed"
+    if isinstance(exc, SequenceExhausted):
+        return "exhausted"
+    if isinstance(exc, RequestError):
+        return "invalid"
+    return "failed"
 
 
 def _read_json(vendor: Vendor, body: bytes) -> Any:
@@ -233,7 +252,7 @@ class Exchange:
             call = Call(vendor, vendor.read_body(data, path))
         except RequestError as exc:
             return _failure(vendor, exc)
-        return _scoped(call, _scope_text(headers))
+        return _scoped(call, _scope_texts(headers))
 
     def refusal(self, path: str, status: int, kind: str, message: str) -> Answer:
         """An error answer made before any call (the front door's 401, 413, 500), in the
@@ -246,11 +265,17 @@ class Exchange:
         return _error(vendor, status, kind, message)
 
 
-def _scoped(call: Call, text: str | None) -> Call | Answer:
+def _scoped(call: Call, texts: list[str]) -> Call | Answer:
     """``call`` with the ``x-replay-scope`` header's object as its request's ``scope``
-    (``call`` itself without the header), or the 400 answer naming the header."""
-    if text is None:
+    (``call`` itself without the header), or the 400 answer naming the header. More than
+    one value is refused, whatever they are, so no reader's choice between them decides
+    the hash (the front door and every transport alike)."""
+    if not texts:
         return call
+    if len(texts) > 1:
+        once = f"the {SCOPE_HEADER} header must appear at most once"
+        return _error(call.vendor, 400, "invalid_request", once)
+    text = texts[0]
     try:
         # The body's rules: no repeated key, no nesting past the bound.
         scope = loads_strict(text, max_depth=MAX_BODY_DEPTH)
@@ -270,11 +295,27 @@ class _Serving:
     routing (``Exchange``), the provider, and whether closing releases it."""
 
     def __init__(
-        self, provider: Provider, api: Api | None = "openai", *, release_on_close: bool = True
+        self,
+        provider: Provider,
+        api: Api | None = "openai",
+        *,
+        release_on_close: bool = True,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self._exchange = Exchange(api)
         self._provider = provider
         self._release_on_close = release_on_close
+        #: Counts each answer's kind when given (the front door's summary).
+        self.outcomes = outcomes
+
+    def _count(self, kind: Kind) -> None:
+        if self.outcomes is not None:
+            self.outcomes.add(kind)
+
+    def _counted(self, answer: Answer) -> Answer:
+        # The provider answered; the vendor's shape may still fail to express it.
+        self._count("served" if answer.status == 200 else "failed")
+        return answer
 
     @property
     def provider(self) -> Provider:
@@ -293,11 +334,14 @@ class Serving(_Serving):
         """``headers`` may carry ``x-replay-scope``."""
         prepared = self._exchange.prepare(method, path, body, headers)
         if isinstance(prepared, Answer):
+            self._count("invalid")
             return prepared
         try:
-            return prepared.answer(self._provider.complete(prepared.request))
+            response = self._provider.complete(prepared.request)
         except Exception as exc:
+            self._count(outcome_of(exc))
             return prepared.fail(exc)
+        return self._counted(prepared.answer(response))
 
     def close(self) -> None:
         if self._release_on_close:
@@ -313,11 +357,14 @@ class AsyncServing(_Serving):
         """``headers`` as :meth:`Serving.serve`."""
         prepared = self._exchange.prepare(method, path, body, headers)
         if isinstance(prepared, Answer):
+            self._count("invalid")
             return prepared
         try:
-            return prepared.answer(await self._provider.acomplete(prepared.request))
+            response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
+            self._count(outcome_of(exc))
             return prepared.fail(exc)
+        return self._counted(prepared.answer(response))
 
     async def aclose(self) -> None:
         if self._release_on_close:
