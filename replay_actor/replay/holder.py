@@ -67,7 +67,17 @@ class _Held:
         self.path = path
         self.ceilings = ceilings
         self.fixture: FixtureSet | None = None
+        #: The pipe of the helper computing the held copy's snapshot, if one runs.
+        self.summary: int | None = None
+        self.summarised = False
         self.loads = 0
+
+    def forget_summary(self) -> None:
+        """The held copy is replaced: a helper's answer would be for the old one."""
+        if self.summary is not None:
+            os.close(self.summary)
+            self.summary = None
+        self.summarised = False
 
     def current(self) -> HoldSource:
         """The validated copy if the file still holds exactly its bytes, else a fresh
@@ -77,6 +87,7 @@ class _Held:
         # Changed, or never loaded: drop the old copy before reading the new one, so
         # the two are never held together (actors forked earlier keep theirs).
         self.fixture = None
+        self.forget_summary()
         gc.collect()
         trim_heap()
         self.loads += 1
@@ -84,13 +95,48 @@ class _Held:
             fixture = load_shareable(self.path, ceilings=self.ceilings)
         except FixtureError as exc:
             return FixtureError(exc.reason, exc.line)  # no traceback, no frames kept
-        fixture.snapshot()  # computed once here, inherited by every actor
         fixture.share()  # into shared memory: every later fork stays cheap
         gc.collect()
         trim_heap()  # what the load freed must not stay in every actor's pages
         gc.freeze()  # keep the table out of the actors' collections
         self.fixture = fixture
         return fixture
+
+    def summarise_apart(self, close_in_child: list[socket.socket | int]) -> None:
+        """Once the first actor is forked: fork a helper that computes the held copy's
+        safe snapshot (its set hash walks the whole table) and hands it back
+        (``adopt``). The first acquisition does not wait for that walk, and it happens
+        in the helper: a walk here would write reference counts to the pages the holder
+        shares with its first actor, copying them. Later actors inherit the result."""
+        fixture = self.fixture
+        if fixture is None or self.summary is not None or self.summarised:
+            return
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read_end)
+                for held_open in close_in_child:
+                    os.close(held_open if isinstance(held_open, int) else held_open.fileno())
+                os.write(write_end, msgspec.json.encode(fixture.summary()))
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        self.summary = read_end
+
+    def adopt(self) -> None:
+        """Take the helper's summary (its pipe is readable); nothing if it died."""
+        assert self.summary is not None and self.fixture is not None
+        try:
+            message = os.read(self.summary, _MAX_MESSAGE)
+            summary = msgspec.json.decode(message, type=tuple[str, int, int])
+        except (OSError, msgspec.DecodeError):
+            pass  # (each actor then computes its own, when asked)
+        else:
+            self.fixture.adopt_summary(summary)
+        os.close(self.summary)
+        self.summary = None
+        self.summarised = True
 
 
 def _hung_up(fd: int) -> bool:
@@ -119,9 +165,13 @@ def hold(  # noqa: PLR0912, PLR0915
             if not actors and not offered:
                 timeout = max(0.0, quiet_since + idle - time.monotonic())
             watched: list[socket.socket | int] = [channel, *actors]
+            if held.summary is not None:
+                watched.append(held.summary)
             readable, _, _ = select.select(watched, [], [], timeout)
             for fd in readable:
-                if fd in actors:  # an actor ended
+                if fd == held.summary:
+                    held.adopt()
+                elif fd in actors:  # an actor ended
                     del actors[fd]
                     os.close(fd)
                     if not actors:
@@ -169,6 +219,8 @@ def hold(  # noqa: PLR0912, PLR0915
                 channel.send(reply)
             except OSError:
                 break
+            if actors:
+                held.summarise_apart([channel, *actors])  # the acquirer has its reply
         channel.close()
         for fd in actors:
             os.close(fd)
