@@ -133,7 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
         ({"P17"}, "a sealed run's start-up (P17)", lambda: frontdoor.run_sealed_startup(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
-        ({"P5D", "P6B", "P8C", "LARGE"}, "large fixtures (P5d, P6b, P8c)", large_section),
+        (
+            {"P5D", "P6B", "P6C", "P8C", "LARGE"},
+            "large fixtures (P5d, P6b, P6c, P8c)",
+            large_section,
+        ),
     ]
     try:
         for ids, title, run in sections:
