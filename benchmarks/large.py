@@ -1,9 +1,11 @@
-"""P5d, P6b, P8c: large fixtures, and the plot of acquire time and memory against
+"""P5d, P6b, P6c, P8c: large fixtures, and the plot of acquire time and memory against
 fixture size and against the number of concurrent acquisitions.
 
 - **P6b**: ``load_fixture`` of the P6 file's 100k entries rewritten by ``json.dumps``
   with its defaults (``", "`` and ``": "``, ``\\uXXXX`` escapes) vs reading that same file
   and ``msgspec.json.decode`` of every line, interleaved, reading included on both sides.
+- **P6c**: the first acquisition of that file (a holder is forked and loads it), a
+  fresh zygote each time, against the same raw decode.
 - **P5d**: acquire -> ready of an unchanged ~250 MB fixture (~1.4 KB entries, the tools'
   compact layout) after its first acquisition (which loads it in its holder); each
   acquisition is released before the next.
@@ -262,7 +264,7 @@ def run_first_acquisition(cfg: Config) -> Row:
 
 def run_large(cfg: Config, plot: Path | None = None) -> tuple[list[Row], dict[str, Any]]:
     """The rows, and the sweep's points (plotted to ``plot`` when given)."""
-    rows = [run_p6b(cfg), run_first_acquisition(cfg)]
+    rows: list[Row] = []  # (P6b and P6c are their own section: python -m benchmarks)
     sizes = [1, 4, 16] if cfg.quick else [1, 4, 16, 64, BIG_MB]
     counts = [1, 2, 4] if cfg.quick else [1, 2, 4, 8, 16]
     big = large_fixture(sizes[-1])
@@ -368,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(quick=args.quick)
     plot = cache_dir() / "benchmarks-large.png" if cfg.quick else PLOT
     rows, points = run_large(cfg, plot)
+    rows = [run_p6b(cfg), run_first_acquisition(cfg), *rows]
     from .report import console_table
 
     print(console_table(rows))

@@ -49,10 +49,19 @@ def _cell(stats: Stats | None, unit: str, *, spread: bool) -> str:
     return text
 
 
+def _number(value: float) -> str:
+    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
+
+
 def _ratio(row: Row) -> str:
+    """The ratio; for a row measured over several runs, the median run's, with the
+    lowest and highest of the runs."""
     if row.ratio is None:
         return "—"
-    return f"{row.ratio:.3g}" if row.ratio < 1000 else f"{row.ratio:,.0f}"
+    text = _number(row.ratio)
+    if row.runs:
+        text += f" [{_number(min(row.runs))} to {_number(max(row.runs))}, {len(row.runs)} runs]"
+    return text
 
 
 def _status(row: Row) -> str:
