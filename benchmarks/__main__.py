@@ -9,6 +9,7 @@ directory instead, so that the published numbers always come from one full run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -25,6 +26,7 @@ from . import (
     concurrency,
     explaining,
     frontdoor,
+    hotpath,
     large,
     lifecycle,
     litellm_peer,
@@ -83,6 +85,61 @@ def _clean_up() -> list[str]:
     return errors
 
 
+#: The profile measured before issue 28's protocol work, drawn beside this run's.
+PROFILE_BEFORE = ROOT / "benchmarks" / "results" / "profile-before.json"
+
+
+def _profile_bars(profile: dict[str, Any] | None) -> dict[str, Any] | None:
+    """This run's profile with the bars to draw: the recorded "before" and this run."""
+    if profile is None:
+        return None
+    bars = {}
+    if PROFILE_BEFORE.exists():
+        before = json.loads(PROFILE_BEFORE.read_text())
+        bars[before["label"]] = hotpath.grouped(before["steps"])
+    bars["this run"] = hotpath.grouped(profile["steps"])
+    return {**profile, "bars": bars}
+
+
+def _publish(
+    full: bool,
+    *,
+    rows: list[Row],
+    extra: dict[str, Any],
+    load_start: tuple[float, float, float],
+    duration: float,
+    errors: list[str],
+    cfg: Config,
+    only: set[str],
+) -> None:
+    """Write the raw results; a full run also rewrites the docs and their plots."""
+    info = report.machine()
+    info["load_average"] = {"start": load_start, "end": os.getloadavg()}
+    payload = {
+        "machine": info,
+        "quick": cfg.quick,
+        "only": sorted(only),
+        "duration_s": duration,
+        "errors": errors,
+        **extra,
+    }
+    target = RESULTS if full else cache_dir() / "partial.json"
+    report.write_json(target, payload, rows)
+    print(f"raw results: {target}")
+    if full:
+        report.write_docs(
+            DOCS,
+            PLOT,
+            rows=rows,
+            calls=extra.get("calls"),
+            vcr_points=extra.get("vcr"),
+            info=info,
+            duration=duration,
+            profile=_profile_bars(extra.get("profile")),
+        )
+        print(f"rewrote {DOCS.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+
+
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
@@ -121,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         found, extra["calls"] = calls.run_calls(cfg)
         return found
 
+    def profile_section() -> list[Row]:
+        steps = hotpath.profile()
+        extra["profile"] = {"steps": steps, "groups": hotpath.GROUPS}
+        return []
+
     def vcr_section() -> list[Row]:
         found, extra["vcr"] = vcr_peer.run_vcr(cfg)
         return found
@@ -135,7 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         return lambda: over_runs(produce, max(1, args.runs))
 
     sections: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
-        ({"P1", "P1B", "P2", "P8"}, "per-call cost and memory (P1, P1b, P2, P8)", calls_section),
+        (
+            {"P1", "P1B", "P2", "P8"},
+            "per-call cost and memory (P1, P1b, P2, P8)",
+            repeated(calls_section),
+        ),
+        ({"PROFILE"}, "where a call's time goes (profile)", profile_section),
         ({"P4"}, "request hashing (P4)", repeated(lambda: calls.run_hashing(cfg))),
         (
             {"P6B", "P6C"},
@@ -185,31 +252,17 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report.console_table(rows))
     print(f"\n{'quick ' if cfg.quick else ''}run took {duration:.0f} s")
-    info = report.machine()
-    info["load_average"] = {"start": load_start, "end": os.getloadavg()}
-    payload = {
-        "machine": info,
-        "quick": cfg.quick,
-        "only": sorted(only),
-        "duration_s": duration,
-        "errors": errors,
-        **extra,
-    }
     full = not cfg.quick and not only and not errors
-    target = RESULTS if full else cache_dir() / "partial.json"
-    report.write_json(target, payload, rows)
-    print(f"raw results: {target}")
-    if full:
-        report.write_docs(
-            DOCS,
-            PLOT,
-            rows=rows,
-            calls=extra.get("calls"),
-            vcr_points=extra.get("vcr"),
-            info=info,
-            duration=duration,
-        )
-        print(f"rewrote {DOCS.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+    _publish(
+        full,
+        rows=rows,
+        extra=extra,
+        load_start=load_start,
+        duration=duration,
+        errors=errors,
+        cfg=cfg,
+        only=only,
+    )
     for error in errors:
         print(f"error: {error.splitlines()[0]}", file=sys.stderr)
     return 1 if errors else 0
