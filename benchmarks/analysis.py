@@ -157,7 +157,20 @@ both sides (~14 us). That wake-up, not code, is what stands between the ratio (~
 a quiet run of this machine) and 1.25. Keeping a side awake by polling was tried and made
 it worse on two shared cores. On a busy machine one round of the echo and of
 `complete()` can also land on different sides of another job's burst: compare the IQRs,
-and the median of per-round ratios in the "what" column.""",
+and the median of per-round ratios in the "what" column.
+
+Why a wake-up costs so much here: this machine is a Firecracker (KVM) guest booted with
+`cpuidle_haltpoll.force=1 haltpoll.guest_halt_poll_ns=0`, so an idle vCPU halts at once
+and waking it is a VM exit and re-entry. Issue 28 tried the wake frame the core
+refactor proposed: a `WAKE` frame (no reply) sent before hashing, after which the actor
+polls without sleeping (up to 200 us, yielding the core) until the request comes.
+Measured A/B in one process, the two kinds of call interleaved round by round with
+`request_hash` and the raw exchange (`/tmp` script; 4 runs of 15 rounds of 300 calls;
+load average ~7.4 on the 2 cores from other work): with `WAKE` a call took 1.20-1.25 x
+as long as without, also with no polling at all (the extra write and the actor's extra
+wake-up compete for busy cores). It was not adopted: on a loaded machine (and so with a
+CPU hog on each core) it is a loss, and the idle case, where it could pay, could not be
+measured in the time given.""",
     "P1b": """\
 As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
 idle, a call does (see P1 and "Where a call's time goes").""",
