@@ -37,7 +37,7 @@ from . import (
     slowpeer,
     vcr_peer,
 )
-from .procs import actors_alive, stop_resource_tracker, stop_zygote
+from .procs import Hogs, actors_alive, stop_resource_tracker, stop_zygote
 from .timing import Config, Row, over_runs
 from .workload import cache_dir
 
@@ -152,6 +152,14 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         ),
     )
     parser.add_argument(
+        "--hog",
+        action="store_true",
+        help=(
+            "run with one busy-looping process per core for the whole run (no idle core;"
+            " the published numbers come from a run without)"
+        ),
+    )
+    parser.add_argument(
         "--runs",
         type=int,
         default=5,
@@ -166,12 +174,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
+    hogs = Hogs(os.cpu_count() or 1) if args.hog else None
     cfg = Config(quick=args.quick)
     only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
     started = time.perf_counter()
     load_start = os.getloadavg()
     rows: list[Row] = []
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"hog": len(hogs.procs) if hogs is not None else 0}
     errors: list[str] = []
 
     def calls_section() -> list[Row]:
@@ -244,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
+        if hogs is not None:
+            hogs.stop()
     # By number (P12 after P9), then by suffix (P4a before P4b); E rows after P rows.
     rows.sort(key=_order)
     duration = time.perf_counter() - started
@@ -252,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report.console_table(rows))
     print(f"\n{'quick ' if cfg.quick else ''}run took {duration:.0f} s")
-    full = not cfg.quick and not only and not errors
+    full = not cfg.quick and not only and not errors and not args.hog
     _publish(
         full,
         rows=rows,
