@@ -57,6 +57,9 @@ METHOD: Final = """\
   (`--runs`, each with its own warm-up and rounds); the row shown is the median run's,
   and the ratio's brackets are the lowest and highest of the runs. The spread says how
   far a single run of that target can be trusted on this shared machine.
+- **`--hog`**: the same run with one busy-looping process per core for its whole
+  length (no idle core: every wake-up waits for the scheduler instead of a halted
+  vCPU). Such a run writes its results to the cache directory, never to these docs.
 - **P5**: `acquire()` to ready on a 1k-entry fixture (release not timed; the run's first
   acquisition, which starts the zygote, not timed), interleaved with four references,
   each timed from the socketpair until the child's first bytes arrive on our end.

@@ -353,6 +353,8 @@ def write_docs(
         "    make bench                      # installs .[dev,bench] into .venv, then runs:",
         "    .venv/bin/python -m benchmarks  # the full run (< 10 minutes on 2 cores)",
         "    .venv/bin/python -m benchmarks --quick  # smoke run; leaves these docs alone",
+        "    .venv/bin/python -m benchmarks --only P1,P4 --runs 5  # some targets only",
+        "    .venv/bin/python -m benchmarks --hog    # with a busy process on every core",
         "",
         "Generated fixtures and cassettes are cached under the system temporary directory",
         "(`replay-actor-bench-v*`); delete it to regenerate them.",
