@@ -284,3 +284,48 @@ def test_a_release_reaches_a_busy_copy_after_the_replies_it_is_owed(fixture_path
         releasing.join(10)
     finally:
         provider.release()
+
+
+def test_a_wake_frame_gets_no_reply_and_a_malformed_one_drops_its_peer(
+    fixture_path: Path,
+) -> None:
+    """``WAKE`` (issue 28, caller/wake.py) is not a request: the actor answers nothing
+    for it, wherever it falls between requests, and the replies stay in order; ``W``
+    with anything after it is not our protocol."""
+    with acquire(fixture_path, timeout=10) as provider:
+        sock = peer(provider)
+        wake = frame(b"W")
+        sock.sendall(wake + wake + complete_frame(OTHER) + wake + complete_frame(HELLO) + wake)
+        assert read_frame(sock) == b'R{"content":"one"}'
+        assert read_frame(sock) == b'R{"content":"hi"}'
+        sock.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            sock.recv(1)  # nothing for the trailing WAKE
+        sock.settimeout(10.0)
+        sock.sendall(complete_frame(OTHER))
+        assert read_frame(sock) == b'R{"content":"two"}'
+        sock.close()
+        bad = peer(provider)
+        bad.sendall(frame(b"Wx"))
+        assert dropped(bad)
+        bad.close()
+        assert provider.complete(HELLO) == {"content": "hi"}
+        assert provider.snapshot()["served"] == 4
+
+
+def test_an_actor_woken_and_never_asked_goes_back_to_sleep(fixture_path: Path) -> None:
+    """A ``WAKE`` with no request after it costs the actor at most ``WAKE_SPIN`` of
+    polling: an actor sent many of them and then nothing is idle again (P7)."""
+    with acquire(fixture_path, timeout=10) as provider:
+        actor = psutil.Process(provider.actor_pid)
+        sock = peer(provider)
+        for _ in range(50):
+            sock.sendall(frame(b"W"))
+        time.sleep(0.2)
+        before = actor.cpu_times()
+        time.sleep(1.0)
+        after = actor.cpu_times()
+        busy = (after.user + after.system) - (before.user + before.system)
+        assert busy < 0.05, busy
+        sock.close()
+        assert provider.complete(HELLO) == {"content": "hi"}
