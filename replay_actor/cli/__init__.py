@@ -19,6 +19,7 @@ The package, one module per command group:
 - ``fixtures``: validate, hash, inspect, lookup (read a fixture or a request, change nothing);
 - ``authoring``: stub, explain, add, coverage (``authoring/`` does the work);
 - ``serving``: serve, run (``frontdoor/`` does the work);
+- ``comparing``: compare (``attribution/`` does the work);
 - ``_shared``: the table's records, the arguments several commands share, reading inputs,
   writing outputs, exit codes.
 
@@ -114,6 +115,11 @@ COMMANDS: Final = (
         "coverage",
         "which entries runs never used, sequences not consumed, requests that missed",
         "replay_actor.cli.authoring:COVERAGE",
+    ),
+    LazyCommand(
+        "compare",
+        "compare two run logs: which samples diverged, at which call, and why",
+        "replay_actor.cli.comparing:COMPARE",
     ),
     LazyCommand(
         "serve",
