@@ -138,11 +138,12 @@ def read_log(path: str | os.PathLike[str], *, max_line: int = MAX_LINE_BYTES) ->
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise ReplayError(f"{shown}: cannot be read ({os.strerror(exc.errno or 0)})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, a FIFO (never waited on)
+        os.close(fd)
+        raise ReplayError(f"{shown}: not a regular file")
     calls: list[Call] = []
     skipped: Counter[str] = Counter()
     with open(fd, "rb", closefd=True) as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ReplayError(f"{shown}: not a regular file")
         limit = max_line + 1
         number = 0
         while raw := handle.readline(limit):
