@@ -210,3 +210,25 @@ def test_a_log_that_cannot_be_read_is_a_usage_error(
     err = capsys.readouterr().err
     assert err.count("replay-actor: error:") == 2 and "Traceback" not in err
     assert main(["compare", str(good)]) == 2
+
+
+def test_conversations_within_one_scope_pair_by_first_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Inspect's scope names the epoch only: its samples run concurrently within it.
+    def epoch(request: dict[str, Any]) -> dict[str, Any]:
+        return {**request, "scope": {"epoch": 1}}
+
+    a = [epoch(r) for r in _conversation("qa")]
+    b = [epoch(r) for r in _conversation("qb")]
+    base = _log(tmp_path, "base.log", [a[0], b[0], a[1], b[1], a[2], b[2]])
+    cand = _log(tmp_path, "cand.log", [b[0], b[1], a[0], b[2], a[1], a[2]])
+    code, out = _compare(capsys, str(base), str(cand), "--json")
+    assert code == 0, out
+    assert [s["sample"] for s in json.loads(out)["samples"]] == ['{"epoch":1}', '{"epoch":1} #2']
+    changed = [epoch(r) for r in _conversation("qa", change="else")]
+    cand = _log(tmp_path, "cand2.log", [b[0], changed[0], b[1], changed[1], b[2], changed[2]])
+    code, out = _compare(capsys, str(base), str(cand), "--json")
+    assert code == 1
+    different = [s for s in json.loads(out)["samples"] if s["status"] != "identical"]
+    assert [(s["sample"], s["call"]) for s in different] == [('{"epoch":1}', 3)]

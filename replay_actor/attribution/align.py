@@ -3,17 +3,18 @@ candidate, and the first place they part.
 
 Runs in: the ``replay-actor compare`` process.
 
-Samples (docs/attribution.md, "How calls become samples"):
+Samples (docs/attribution.md, "How calls become samples"): a call belongs to the sample
+of the latest earlier call *of the same scope* whose messages its own messages extend (a
+longer turn of the same conversation); a call that extends none (and one whose messages
+equal an earlier call's: a repeated first turn is another sample more often than a
+retry) starts a sample. Calls without a ``scope`` form conversations among themselves
+(``conversation N``); a scope's conversations are named by the scope (``{"sample":2}``,
+then ``{"epoch":1} #2``…), so an Inspect epoch, whose scope names no sample, still splits
+into its samples. Conversations need the log's request sidecar: without one (a private
+log) a scope is one sample and the unscoped calls are one, ``(unscoped)``.
 
-- a call with a ``scope`` belongs to the sample of that scope (its RFC 8785 text);
-- a call without one belongs to the sample of the latest earlier call whose messages its
-  own messages extend (a longer conversation of the same prefix); a call that extends
-  none (and one whose messages equal an earlier call's: a repeated first turn is another
-  sample more often than a retry) starts a sample. This needs the log's request sidecar;
-  without it (a private log) the unscoped calls are one sample, ``(unscoped)``.
-
-Scope samples pair by scope; lineage samples pair by their first request (the same hash),
-then the rest in order of first appearance. Each pair is walked call by call; a call is
+Within a scope, conversations pair by their first request (the same hash), then in order
+of first appearance; scopes pair by their text. Each pair is walked call by call; a call is
 the same call when its ``Call.key`` is (the request hash; in a private log, the fixture
 line and element). Per sample, the first rule that holds:
 
@@ -53,7 +54,8 @@ class Sample(msgspec.Struct):
 
     name: str
     calls: list[Call]
-    first: str | None = None  #: its first call's hash (how lineage samples pair)
+    first: str | None = None  #: its first call's hash (how conversations pair)
+    group: str | None = None  #: its scope's text (samples pair within a scope)
 
 
 class SampleResult(msgspec.Struct):
@@ -73,7 +75,7 @@ def _prefixes(log: LogRead) -> dict[str, list[bytes]]:
     """Each hash of the log's sidecar -> the digest of each leading run of its messages
     (``[0..1)``, ``[0..2)``…); empty without a sidecar."""
     out: dict[str, list[bytes]] = {}
-    wanted = {call.request_hash for call in log.calls if call.scope is None}
+    wanted = {call.request_hash for call in log.calls}
     wanted.discard(None)
     if not wanted:
         return out
@@ -88,45 +90,50 @@ def _prefixes(log: LogRead) -> dict[str, list[bytes]]:
                 steps.append(running.copy().digest())
             out[digest] = steps
     except (OSError, ReplayError):
-        pass  # no sidecar, or a corrupt one: the unscoped calls become one sample
+        pass  # no sidecar, or a corrupt one: calls group by scope alone
     return out
+
+
+def _name(group: str | None, number: int) -> str:
+    if group is None:
+        return f"conversation {number}"
+    return group if number == 1 else f"{group} #{number}"
 
 
 def samples_of(log: LogRead) -> list[Sample]:
     """The log's samples, in order of first appearance."""
     by_name: dict[str, Sample] = {}
     prefixes = _prefixes(log)
-    owner: dict[bytes, Sample] = {}  # a request's whole message run -> its sample
-    lineage = 0
+    # (scope, a request's whole message run) -> its sample
+    owner: dict[tuple[str | None, bytes], Sample] = {}
+    numbers: dict[str | None, int] = {}
     for call in log.calls:
-        if call.scope is not None:
-            sample = by_name.get(call.scope) or by_name.setdefault(
-                call.scope, Sample(call.scope, [])
-            )
-        elif call.request_hash is None or call.request_hash not in prefixes:
-            sample = by_name.get(UNSCOPED) or by_name.setdefault(UNSCOPED, Sample(UNSCOPED, []))
+        group = call.scope
+        steps = prefixes.get(call.request_hash) if call.request_hash else None
+        if not steps:
+            name = UNSCOPED if group is None else group
+            sample = by_name.get(name) or by_name.setdefault(name, Sample(name, [], group=group))
         else:
-            steps = prefixes[call.request_hash]
-            found = next((owner[p] for p in reversed(steps[:-1]) if p in owner), None)
+            found = next(
+                (owner[(group, p)] for p in reversed(steps[:-1]) if (group, p) in owner), None
+            )
             if found is None:
-                lineage += 1
-                name = f"conversation {lineage}"
-                found = by_name[name] = Sample(name, [], call.request_hash)
+                numbers[group] = number = numbers.get(group, 0) + 1
+                name = _name(group, number)
+                found = by_name[name] = Sample(name, [], call.request_hash, group)
             sample = found
-            if steps:
-                owner[steps[-1]] = sample
+            owner[(group, steps[-1])] = sample
         sample.calls.append(call)
     return list(by_name.values())
 
 
-def _pairs(base: list[Sample], cand: list[Sample]) -> list[tuple[Sample | None, Sample | None]]:
-    """Scope samples by name; lineage samples by first hash, then in order."""
+def _pair_group(
+    base: list[Sample], cand: list[Sample]
+) -> list[tuple[Sample | None, Sample | None]]:
+    """One scope's samples (or the unscoped ones): those without lineage by name, the
+    conversations by their first request, then in order."""
     cand_by_name = {s.name: s for s in cand if s.first is None}
     cand_lineage = [s for s in cand if s.first is not None]
-    by_first: dict[str, list[Sample]] = {}
-    for sample in cand_lineage:
-        assert sample.first is not None
-        by_first.setdefault(sample.first, []).append(sample)
     used: set[int] = set()
     pairs: list[tuple[Sample | None, Sample | None]] = []
     waiting: list[Sample] = []
@@ -134,10 +141,12 @@ def _pairs(base: list[Sample], cand: list[Sample]) -> list[tuple[Sample | None, 
         if sample.first is None:
             pairs.append((sample, cand_by_name.pop(sample.name, None)))
             continue
-        same = [s for s in by_first.get(sample.first, []) if id(s) not in used]
-        if same:
-            used.add(id(same[0]))
-            pairs.append((sample, same[0]))
+        same = next(
+            (s for s in cand_lineage if s.first == sample.first and id(s) not in used), None
+        )
+        if same is not None:
+            used.add(id(same))
+            pairs.append((sample, same))
         else:
             waiting.append(sample)
     rest = [s for s in cand_lineage if id(s) not in used]
@@ -145,6 +154,18 @@ def _pairs(base: list[Sample], cand: list[Sample]) -> list[tuple[Sample | None, 
         pairs.append((sample, rest[index] if index < len(rest) else None))
     pairs.extend((None, s) for s in rest[len(waiting) :])
     pairs.extend((None, s) for s in cand_by_name.values())
+    return pairs
+
+
+def _pairs(base: list[Sample], cand: list[Sample]) -> list[tuple[Sample | None, Sample | None]]:
+    """Samples paired within their scope (docs: "How samples pair")."""
+    groups: dict[str | None, tuple[list[Sample], list[Sample]]] = {}
+    for side, samples in ((0, base), (1, cand)):
+        for sample in samples:
+            groups.setdefault(sample.group, ([], []))[side].append(sample)
+    pairs: list[tuple[Sample | None, Sample | None]] = []
+    for mine, theirs in groups.values():
+        pairs.extend(_pair_group(mine, theirs))
     return pairs
 
 
