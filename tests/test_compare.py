@@ -27,7 +27,9 @@ def _turns(*texts: str) -> list[dict[str, Any]]:
     return out
 
 
-def _conversation(first: str, *, change: str | None = None, scope: int | None = None) -> list:
+def _conversation(
+    first: str, *, change: str | None = None, scope: int | None = None
+) -> list[dict[str, Any]]:
     """Three calls, each extending the last: (request) per call."""
     third = change or "three"
     calls = [_turns(first), _turns(first, "a1", "two"), _turns(first, "a1", "two", "a2", third)]

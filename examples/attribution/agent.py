@@ -96,6 +96,7 @@ def sdk_ask() -> Ask:
                     "function": {"name": call.function.name, "arguments": call.function.arguments},
                 }
                 for call in message.tool_calls
+                if call.type == "function"
             ]
         return out
 
