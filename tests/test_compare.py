@@ -234,3 +234,26 @@ def test_conversations_within_one_scope_pair_by_first_request(
     assert code == 1
     different = [s for s in json.loads(out)["samples"] if s["status"] != "identical"]
     assert [(s["sample"], s["call"]) for s in different] == [('{"epoch":1}', 3)]
+
+
+def test_rejected_bytes_never_cross_and_the_page_escapes_every_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "planted-secret-93ae"
+    script = "<script>alert(1)</script>"
+    base = _log(tmp_path, "base.log", _conversation("q1", scope=1))
+    cand = _log(tmp_path, "cand.log", _conversation(script, scope=1))
+    with cand.open("ab") as out:
+        out.write(b'{"seq":1,"time":0,"outcome":"' + secret.encode() + b'"}\n')
+        out.write(b'{"seq":1,"time":0,"outcome":"served","scope":{"' + secret.encode() + b"\n")
+    html = tmp_path / "report.html"
+    texts = []
+    for extra in ((), ("--json",), ("--html", str(html))):
+        code, out = _compare(capsys, str(base), str(cand), *extra)
+        assert code == 1
+        texts.append(out)
+    page = html.read_text(encoding="utf-8")
+    assert all(secret not in text for text in [*texts, page])
+    assert json.loads(texts[1])["candidate"]["skipped"] == {"invalid_field": 1, "not_json": 1}
+    # The candidate's request (from its sidecar) is shown, escaped, never as markup.
+    assert "&lt;script&gt;" in page and "<script" not in page

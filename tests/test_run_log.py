@@ -180,3 +180,42 @@ def test_a_log_path_that_cannot_be_a_log_is_a_manifest_error(tmp_path: Path) -> 
     with pytest.raises(ManifestError):
         open_provider(_manifest(tmp_path, log="link.log"))
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_live_and_record_providers_log_too(tmp_path: Path, chat: Any) -> None:
+    from tests.frontdoor_util import live_manifest, record_manifest
+
+    live = live_manifest(tmp_path, chat.base_url("echo"))
+    live.write_text(live.read_text().replace('kind = "live"', 'kind = "live"\nlog = "live.log"'))
+    with open_provider(live) as llm:
+        llm.complete(_ask("one"))
+    record = record_manifest(tmp_path, chat.base_url("echo"))
+    record.write_text(
+        record.read_text().replace('kind = "record"', 'kind = "record"\nlog = "record.log"')
+    )
+    with open_provider(record) as llm:
+        llm.complete(_ask("one"))
+        llm.complete(_ask("one"))
+    (line,) = _lines(tmp_path / "live.log")
+    assert (line["provider"], line["outcome"], line["line"]) == ("live", "served", None)
+    assert line["request_hash"] == request_hash(_ask("one"))
+    recorded = _lines(tmp_path / "record.log")
+    assert [(r["provider"], r["outcome"]) for r in recorded] == [("record", "served")] * 2
+    assert (tmp_path / "record.log.requests.jsonl").exists()
+
+
+def test_pydantic_ai_logs_through_the_manifest(tmp_path: Path) -> None:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+
+    from replay_actor.pydantic_ai import ReplayModel
+
+    manifest = _manifest(tmp_path)
+    model = ReplayModel(manifest)
+    try:
+        with pytest.raises(Exception, match="no replay fixture matches"):
+            Agent(model).run_sync("a question nobody recorded")
+    finally:
+        model.close()
+    (line,) = _lines(tmp_path / "run.log")
+    assert line["outcome"] == "miss" and line["request_hash"].startswith("sha256:")
