@@ -243,9 +243,9 @@ def test_rejected_bytes_never_cross_and_the_page_escapes_every_value(
     script = "<script>alert(1)</script>"
     base = _log(tmp_path, "base.log", _conversation("q1", scope=1))
     cand = _log(tmp_path, "cand.log", _conversation(script, scope=1))
-    with cand.open("ab") as out:
-        out.write(b'{"seq":1,"time":0,"outcome":"' + secret.encode() + b'"}\n')
-        out.write(b'{"seq":1,"time":0,"outcome":"served","scope":{"' + secret.encode() + b"\n")
+    with cand.open("ab") as log:
+        log.write(b'{"seq":1,"time":0,"outcome":"' + secret.encode() + b'"}\n')
+        log.write(b'{"seq":1,"time":0,"outcome":"served","scope":{"' + secret.encode() + b"\n")
     html = tmp_path / "report.html"
     texts = []
     for extra in ((), ("--json",), ("--html", str(html))):
