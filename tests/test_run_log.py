@@ -219,3 +219,34 @@ def test_pydantic_ai_logs_through_the_manifest(tmp_path: Path) -> None:
         model.close()
     (line,) = _lines(tmp_path / "run.log")
     assert line["outcome"] == "miss" and line["request_hash"].startswith("sha256:")
+
+
+def _child_calls(llm: Any) -> None:
+    llm.complete(_ask("one"))
+    llm.complete(_ask("seq"))
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_copy_in_another_process_logs_to_the_same_file(tmp_path: Path, method: str) -> None:
+    import multiprocessing
+
+    with open_provider(_manifest(tmp_path)) as llm:
+        llm.complete(_ask("seq"))
+        context: Any = multiprocessing.get_context(method)
+        child = context.Process(target=_child_calls, args=(llm,))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0
+        llm.complete(_ask("one"))
+    lines = _lines(tmp_path / "run.log")
+    mine = [line for line in lines if line["pid"] == os.getpid()]
+    theirs = [line for line in lines if line["pid"] == child.pid]
+    assert [(line["seq"], line["line"], line["element"]) for line in mine] == [
+        (1, 2, 0),
+        (2, 1, None),
+    ]
+    # The copy counts its own seq; it shares the actor's cursor, so logs no element.
+    assert [(line["seq"], line["line"], line["element"]) for line in theirs] == [
+        (1, 1, None),
+        (2, 2, None),
+    ]

@@ -17,6 +17,9 @@ that answered and ``element`` the 0-based index into its ``responses`` (``null``
 single ``response``); both are ``null`` for live and recorded answers. ``vendor`` and
 ``path`` are the HTTP API the call came through (``null`` for a direct ``complete``).
 
+Each process that writes counts its own ``seq`` from 1 (a fork child too, and a copy of
+the provider sent to another process, which reopens the file): ``pid`` tells them apart.
+
 Durability: the file is opened ``O_APPEND`` and each line is one ``write`` of the whole
 line, so lines from many threads or processes never interleave, and a run killed at any
 moment (SIGKILL included) keeps every line whose call returned: the kernel has it. (A
@@ -36,6 +39,7 @@ import stat
 import threading
 import time
 import warnings
+import weakref
 from typing import Any, Final
 
 import msgspec
@@ -98,6 +102,14 @@ class RunLog:
         # The sidecar is written once per hash: the hashes already handed to it.
         self._sidecar = None if private else SidecarWriter(self.path)
         self._in_sidecar: set[str] = set()
+        _OPEN.add(self)
+
+    def _forked(self) -> None:
+        # In a fork child: its own writer (pid, seq from 1), and a fresh lock (another
+        # thread of the parent may have held this one at the fork).
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._pid = os.getpid()
 
     @property
     def closed(self) -> bool:
@@ -148,6 +160,18 @@ class RunLog:
 
     def __repr__(self) -> str:
         return f"<RunLog {self.path!r}{' private' if self.private else ''}>"
+
+
+#: Every log open in this process, so a fork child gets writers of its own.
+_OPEN: Final[weakref.WeakSet[RunLog]] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for log in list(_OPEN):
+        log._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _open(path: str, private: bool) -> int:

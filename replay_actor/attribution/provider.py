@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -48,6 +49,7 @@ class FixtureIndex:
     an accepted fixture in one pass (decoding only the entry's two keys)."""
 
     def __init__(self, fixture: str | os.PathLike[str]) -> None:
+        self.fixture = os.fspath(fixture)
         self.lines: dict[str, tuple[int, bool]] = {}
         with open(fixture, "rb") as handle:
             for number, text in enumerate(handle, 1):
@@ -87,15 +89,32 @@ class LoggedProvider(ReleasedOnExit):
     logged to ``log`` (a :class:`RunLog`); ``release()`` releases the provider and closes
     the log. Any other attribute (``inspect``, ``actor_pid``…) is the provider's."""
 
-    def __init__(self, provider: Provider, log: RunLog, index: FixtureIndex | None = None) -> None:
+    def __init__(
+        self,
+        provider: Provider,
+        log: RunLog,
+        index: FixtureIndex | None = None,
+        *,
+        elements: bool = True,
+    ) -> None:
         self.provider = provider
         self.log = log
         self._index = index
+        # A sequence's element is counted here, as this process sees the calls return;
+        # a copy in another process shares the actor's cursors but not this count, so
+        # it logs no element (``elements=False``) rather than a wrong one.
+        self._elements = elements
         self._served: dict[str, int] = {}
+        self._lock = threading.Lock()
+        _LOGGED.add(self)
+
+    def _forked(self) -> None:
+        # A fork child shares the actor's cursors with its parent, not the count.
+        self._elements = False
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name in ("provider", "log"):
+        if name.startswith("_") or name in ("provider", "log"):
             raise AttributeError(name)
         return getattr(self.provider, name)
 
@@ -118,7 +137,7 @@ class LoggedProvider(ReleasedOnExit):
         if found is None:
             return None, None
         line, sequence = found
-        if not sequence:
+        if not sequence or not self._elements:
             return line, None
         with self._lock:
             element = self._served.get(digest, 0)
@@ -215,11 +234,29 @@ class LoggedProvider(ReleasedOnExit):
 
     def __reduce__(self) -> Any:
         # A copy in another process logs to the same file (O_APPEND keeps lines whole).
-        return (_reopen, (self.provider, self.log.path, self.log.private, self.log.provider))
+        fixture = None if self._index is None else self._index.fixture
+        log = self.log
+        return (_reopen, (self.provider, log.path, log.private, log.provider, fixture))
 
     def __repr__(self) -> str:
         return f"<LoggedProvider {self.provider!r} -> {self.log!r}>"
 
 
-def _reopen(provider: Provider, path: str, private: bool, kind: str | None) -> LoggedProvider:
-    return LoggedProvider(provider, RunLog(path, private=private, provider=kind))
+#: Every logged provider of this process, for the fork child's ``_forked``.
+_LOGGED: Final[weakref.WeakSet[LoggedProvider]] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for provider in list(_LOGGED):
+        provider._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _reopen(
+    provider: Provider, path: str, private: bool, kind: str | None, fixture: str | None
+) -> LoggedProvider:
+    index = None if fixture is None else FixtureIndex(fixture)
+    log = RunLog(path, private=private, provider=kind)
+    return LoggedProvider(provider, log, index, elements=False)
