@@ -250,3 +250,25 @@ def test_a_copy_in_another_process_logs_to_the_same_file(tmp_path: Path, method:
         (1, 1, None),
         (2, 2, None),
     ]
+
+
+def test_a_sealed_runs_blocked_request_is_logged_with_its_host(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, log=None)
+    log = tmp_path / "sealed.log"
+    script = (
+        "import urllib.error, urllib.request\n"
+        "try:\n"
+        "    urllib.request.urlopen('http://vendor.example/v1/chat/completions', timeout=20)\n"
+        "except urllib.error.HTTPError as exc:\n"
+        "    print(exc.code)\n"
+    )
+    done = run_cli(
+        manifest, [sys.executable, "-c", script], flags=("--seal", "proxy", "--log", str(log))
+    )
+    assert done.returncode == 4 and done.stdout.strip() == "403", done.stderr
+    (line,) = _lines(log)
+    assert (line["outcome"], line["path"], line["request_hash"]) == (
+        "blocked",
+        "vendor.example",
+        None,
+    )
