@@ -134,6 +134,9 @@ def _pair_group(
     conversations by their first request, then in order."""
     cand_by_name = {s.name: s for s in cand if s.first is None}
     cand_lineage = [s for s in cand if s.first is not None]
+    by_first: dict[str | None, list[Sample]] = {}
+    for sample in reversed(cand_lineage):  # popped from the end: first appearance first
+        by_first.setdefault(sample.first, []).append(sample)
     used: set[int] = set()
     pairs: list[tuple[Sample | None, Sample | None]] = []
     waiting: list[Sample] = []
@@ -141,12 +144,11 @@ def _pair_group(
         if sample.first is None:
             pairs.append((sample, cand_by_name.pop(sample.name, None)))
             continue
-        same = next(
-            (s for s in cand_lineage if s.first == sample.first and id(s) not in used), None
-        )
-        if same is not None:
-            used.add(id(same))
-            pairs.append((sample, same))
+        same = by_first.get(sample.first)
+        if same:
+            match = same.pop()
+            used.add(id(match))
+            pairs.append((sample, match))
         else:
             waiting.append(sample)
     rest = [s for s in cand_lineage if id(s) not in used]
