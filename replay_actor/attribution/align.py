@@ -31,7 +31,6 @@ status         meaning (``call``: the 1-based index where it shows)
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -71,10 +70,10 @@ class SampleResult(msgspec.Struct):
     differences: list[Difference] | None = None  #: None: no sidecar to say
 
 
-def _prefixes(log: LogRead) -> dict[str, list[bytes]]:
+def _prefixes(log: LogRead) -> dict[str, list[int]]:
     """Each hash of the log's sidecar -> the digest of each leading run of its messages
     (``[0..1)``, ``[0..2)``…); empty without a sidecar."""
-    out: dict[str, list[bytes]] = {}
+    out: dict[str, list[int]] = {}
     wanted = {call.request_hash for call in log.calls}
     wanted.discard(None)
     if not wanted:
@@ -83,11 +82,14 @@ def _prefixes(log: LogRead) -> dict[str, list[bytes]]:
         for digest, split in read_sidecar(sidecar_of(log.path)):
             if digest not in wanted:
                 continue
-            running = hashlib.blake2b(digest_size=16)
-            steps: list[bytes] = []
+            # Each leading run of messages as one number: Python's own hash of the
+            # running pair (the messages are canonical bytes, so equal runs are equal
+            # numbers; within one process, and 64 bits over a log's requests).
+            step = 0
+            steps: list[int] = []
             for message in split.messages:
-                running.update(hashlib.blake2b(bytes(message), digest_size=16).digest())
-                steps.append(running.copy().digest())
+                step = hash((step, bytes(message)))
+                steps.append(step)
             out[digest] = steps
     except (OSError, ReplayError):
         pass  # no sidecar, or a corrupt one: calls group by scope alone
@@ -105,7 +107,7 @@ def samples_of(log: LogRead) -> list[Sample]:
     by_name: dict[str, Sample] = {}
     prefixes = _prefixes(log)
     # (scope, a request's whole message run) -> its sample
-    owner: dict[tuple[str | None, bytes], Sample] = {}
+    owner: dict[tuple[str | None, int], Sample] = {}
     numbers: dict[str | None, int] = {}
     for call in log.calls:
         group = call.scope

@@ -59,7 +59,8 @@ class _Line(msgspec.Struct):
     kind: str = "chat"
     vendor: str | None = None
     path: str | None = None
-    scope: dict[str, Any] | None = None
+    # Raw: kept as its bytes, made canonical once per distinct scope (``_scope_text``).
+    scope: msgspec.Raw = msgspec.Raw(b"null")
     request_hash: str | None = None
     line: int | None = None
     element: int | None = None
@@ -97,8 +98,9 @@ class LogRead(msgspec.Struct):
 _decode: Final = msgspec.json.Decoder(_Line).decode
 
 
-def _checked(number: int, raw: bytes) -> Call | str:
-    """The line's call, or the reason it is skipped."""
+def _checked(number: int, raw: bytes, scopes: dict[bytes, str | None]) -> Call | str:
+    """The line's call, or the reason it is skipped (``scopes``: the texts of the scopes
+    seen so far, by their bytes in the log)."""
     if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
         return "nesting_too_deep"
     try:
@@ -114,13 +116,26 @@ def _checked(number: int, raw: bytes) -> Call | str:
         return "invalid_field"
     if (line.line is not None and line.line < 1) or (line.element is not None and line.element < 0):
         return "invalid_field"
-    scope: str | None = None
-    if line.scope is not None:
-        try:
-            scope = canonical_json(line.scope).decode("utf-8")
-        except (ValueError, RecursionError):  # RequestError is a ValueError
-            return "invalid_field"
+    scope = scopes.get(bytes(line.scope), _UNSEEN)
+    if scope is _UNSEEN:
+        scope = scopes[bytes(line.scope)] = _scope_text(line.scope)
+    if scope is _INVALID:
+        return "invalid_field"
     return Call(number, line.seq, line.outcome, digest, line.line, line.element, scope, line.path)
+
+
+_UNSEEN: Final = "\0unseen"
+_INVALID: Final = "\0invalid"
+_scope_decode: Final = msgspec.json.Decoder(dict[str, Any] | None).decode
+
+
+def _scope_text(raw: msgspec.Raw) -> str | None:
+    """A scope's RFC 8785 text (None for null), or ``_INVALID``."""
+    try:
+        scope = _scope_decode(raw)
+        return None if scope is None else canonical_json(scope).decode("utf-8")
+    except (msgspec.DecodeError, ValueError, RecursionError):  # RequestError: a ValueError
+        return _INVALID
 
 
 def _skip_rest_of_line(handle: Any) -> None:
@@ -143,6 +158,7 @@ def read_log(path: str | os.PathLike[str], *, max_line: int = MAX_LINE_BYTES) ->
         raise ReplayError(f"{shown}: not a regular file")
     calls: list[Call] = []
     skipped: Counter[str] = Counter()
+    scopes: dict[bytes, str | None] = {}
     with open(fd, "rb", closefd=True) as handle:
         limit = max_line + 1
         number = 0
@@ -157,8 +173,8 @@ def read_log(path: str | os.PathLike[str], *, max_line: int = MAX_LINE_BYTES) ->
                 break
             if not raw.strip():
                 continue
-            found = _checked(number, raw)
-            if isinstance(found, str):
+            found = _checked(number, raw, scopes)
+            if not isinstance(found, Call):
                 skipped[found] += 1
             else:
                 calls.append(found)
