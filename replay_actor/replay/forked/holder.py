@@ -2,7 +2,8 @@
 of every acquisition of it share.
 
 Runs in: the holder, a child the zygote forks for a fixture file larger than
-``zygote.CACHE_ENTRY_BYTES`` (``hold``), and the zygote (``Holders``, its side).
+``zygote.CACHE_ENTRY_BYTES`` (``hold``, running ``forkloop.serve`` as the zygote does),
+and the zygote (``start_holder``, ``HolderRef``: its side).
 
 ::
 

@@ -1,8 +1,9 @@
 """The zygote: a warm, single-threaded process that forks this process's cursor actors.
 
 Runs in: the zygote (``main``, ``FixtureCache``, ``_Holders``). The caller's handle on it,
-``Zygote``, is ``replay/caller/zygote_client.py``; the two share no code, only the control
-messages (``TOKEN SP config`` in, ``TOKEN SP pid`` out).
+``Zygote``, is ``replay/caller/zygote_client.py``; the two share no code but the control
+messages (``core/control.py``: ``TOKEN SP config`` in, ``TOKEN SP pid`` out). The loop that
+receives, forks, replies and reaps is ``forkloop.py``'s, shared with the holders.
 
 Starting a fresh interpreter for every acquisition costs about a hundred milliseconds of
 imports; an orchestrator acquiring for hundreds of runs should not pay it each time. So
