@@ -46,7 +46,7 @@ def mapped_names(text: str) -> set[str]:
     """The ``x.py`` and ``x/`` a docstring names that are its own package's (not
     ``files/sidecar.py`` or ``docs/...``, which name another package's)."""
     found = set(re.findall(r"(?<![\w/.])(\w+\.py)\b", text))
-    found |= {m for m in re.findall(r"(?<![\w/.`])(\w+/)(?![\w.])", text)}
+    found |= set(re.findall(r"(?<![\w/.`])(\w+/)(?![\w.])", text))
     return found
 
 
@@ -136,12 +136,13 @@ def _module_name(path: Path) -> str:
 
 def _dunder_all(tree: ast.Module) -> set[str] | None:
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, ast.AnnAssign):
-            targets = [node.target]
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
         if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            value = node.value
-            assert value is not None
             return set(ast.literal_eval(value))
     return None
 
