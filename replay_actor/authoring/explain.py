@@ -64,13 +64,28 @@ def _parsed(path: str, max_bytes: int) -> Iterable[tuple[str, Any]] | None:
         return _last[1]
 
 
+class _AllBut:
+    """Every hash but one: the missed request's own line in the sidecar (``run`` saves a
+    missed request there, docs/front-door.md) is never its own nearest request."""
+
+    __slots__ = ("_digest",)
+
+    def __init__(self, digest: str | None) -> None:
+        self._digest = digest
+
+    def __contains__(self, item: object) -> bool:
+        return item != self._digest
+
+
 def explain_miss(
     fixture: str | os.PathLike[str],
     request: RequestLike,
     *,
     max_bytes: int = MISS_SIDECAR_BYTES,
+    digest: str | None = None,
 ) -> dict[str, Any] | None:
-    """``{"request_hash", "paths"}`` of the nearest recorded request, for a miss.
+    """``{"request_hash", "paths"}`` of the nearest recorded request, for a miss
+    (``digest``: the missed request's hash, whose own sidecar line is skipped).
 
     None when the fixture has no sidecar, the sidecar is over ``max_bytes`` or holds no
     candidate. Never raises for an unusable sidecar (unreadable, corrupt, too deep).
@@ -78,7 +93,7 @@ def explain_miss(
     path = sidecar_path(fixture)
     try:
         entries = _parsed(path, max_bytes)
-        nearest = None if entries is None else rank(entries, request, None)
+        nearest = None if entries is None else rank(entries, request, _AllBut(digest))
     except (OSError, ReplayError, ValueError, RecursionError, msgspec.MsgspecError):
         return None
     if nearest is None:
@@ -100,14 +115,15 @@ def miss_error(
     inspection record, if the acquisition has one.
     """
     if not private:
-        return ReplayMiss(digest, explain_miss(fixture, request) if fixture else None)
+        nearest = explain_miss(fixture, request, digest=digest) if fixture else None
+        return ReplayMiss(digest, nearest)
     if fixture and inspection_path is not None:
         _note_nearest(fixture, request, digest, inspection_path)
     return ReplayMiss(None)
 
 
 def _note_nearest(fixture: str, request: RequestLike, digest: str, inspection_path: str) -> None:
-    nearest = explain_miss(fixture, request)
+    nearest = explain_miss(fixture, request, digest=digest)
     if nearest is None:
         return
     try:
