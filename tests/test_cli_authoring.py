@@ -154,9 +154,7 @@ def test_add_a_new_entry_then_a_sequence(
     assert (code, out) == (1, "")
     assert "already holds" in err and "--next" in err and "--replace" in err
     assert Path(files["fixture"]).read_bytes() == before
-    code, out, _ = run(
-        capsys, "add", files["fixture"], digest, "--response", str(answer), "--next"
-    )
+    code, out, _ = run(capsys, "add", files["fixture"], digest, "--response", str(answer), "--next")
     assert code == 0
     assert out == f"appended to {digest} in {files['fixture']}: a sequence of 2 responses\n"
     assert load_fixture(files["fixture"]).responses_for(digest) == [
