@@ -240,6 +240,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # A bug: one line naming its type, never a traceback (nor what it says: the
+        # message could quote a request or a line).
+        error(f"internal error ({type(exc).__name__}); please report it")
+        return EXIT_INVALID
 
 
 def _broken_pipe() -> int:
