@@ -4,7 +4,11 @@ any language with no code changed (docs/front-door.md).
 - ``app``: the ASGI application (token, body bound, routing to the vendor registry);
 - ``server``: one acquisition and one uvicorn server, the ready line (``replay-actor serve``);
 - ``run``: the front door plus a child command with its environment pointed at it
-  (``replay-actor run MANIFEST -- COMMAND``).
+  (``replay-actor run MANIFEST -- COMMAND``);
+- ``environment``, ``seal``, ``proxy``, ``summary``: the child's environment, the two
+  seals, the summary line and exit status;
+- ``misses``: each miss said on stderr as it happens, with the ``add`` command that
+  answers it, and the missed request saved to the fixture's request sidecar.
 
 Needs the ``serve`` extra (uvicorn).
 """
