@@ -323,8 +323,8 @@ _VENDOR_KEYS: Final = {
 
 def _refuse_vendor_body(data: Any, source: str) -> None:
     """A ``CLIError`` naming ``--from`` for a vendor SDK's body read as a neutral request."""
-    if type(data) is not dict:
-        return
+    if type(data) is not dict or "kind" in data:
+        return  # a neutral request of another kind (an embedding has a model)
     found = [key for key in _VENDOR_KEYS if key in data]
     if not found:
         return
