@@ -266,7 +266,11 @@ def test_private_lookup_prints_nothing_from_the_sidecar(
 ) -> None:
     code, out, err = run(capsys, "lookup", "--private", files["fixture"], files["missing"])
     assert (code, out) == (3, "")
-    assert err == "no replay fixture matches this request\n"
+    assert err.splitlines() == [
+        "no replay fixture matches this request",
+        "replay-actor: note: private data: the request hash is withheld; --inspection PATH "
+        "records it in an owner-only file",
+    ]
 
 
 def test_explain_reads_a_vendor_body_with_from(

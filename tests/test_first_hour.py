@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -209,3 +210,37 @@ def test_init_refuses_to_overwrite_a_manifest(tmp_path: Path) -> None:
     again = shell("replay-actor init", tmp_path)
     assert again.returncode == 1 and "already exists" in again.stderr
     assert (tmp_path / "replay.toml").read_bytes() == manifest
+
+
+def test_serve_prints_each_distinct_miss_as_it_happens(tmp_path: Path) -> None:
+    import openai
+
+    fixture = write_fixture(tmp_path / "fixture.jsonl", {})
+    manifest = replay_manifest(tmp_path, fixture, inspection=False)
+    proc = subprocess.Popen(
+        [str(BIN / "replay-actor"), "serve", manifest.name],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        info = json.loads(proc.stdout.readline())
+        client = openai.OpenAI(
+            base_url=info["openai_base_url"], api_key=info["token"], max_retries=0
+        )
+        for _ in range(2):
+            with pytest.raises(openai.NotFoundError):
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "Name a city in Portugal."}]
+                )
+        client.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)  # our own child, by its PID
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    digest = request_hash(neutral("Name a city in Portugal."))
+    assert err.count("replay-actor: miss: no replay fixture matches this request ") == 1
+    assert f"  fix:  replay-actor add fixture.jsonl {digest} --content 'THE ANSWER'" in err
+    assert find_request(sidecar_path(fixture), digest) == neutral("Name a city in Portugal.")
