@@ -244,3 +244,23 @@ def test_serve_prints_each_distinct_miss_as_it_happens(tmp_path: Path) -> None:
     assert err.count("replay-actor: miss: no replay fixture matches this request ") == 1
     assert f"  fix:  replay-actor add fixture.jsonl {digest} --content 'THE ANSWER'" in err
     assert find_request(sidecar_path(fixture), digest) == neutral("Name a city in Portugal.")
+
+
+def test_a_saved_miss_is_never_named_as_the_nearest_recorded_request(tmp_path: Path) -> None:
+    from replay_actor import ReplayMiss, acquire
+    from replay_actor._request import canonical_request
+    from replay_actor.files.sidecar import SidecarWriter
+
+    recorded = neutral("Name a city in Portugal.")
+    saved = neutral("Name a city in Spain.")  # a miss run saved: not an answer yet
+    asked = neutral("Name a city in Spain!")  # nearer to the saved one than the recorded
+    fixture = write_fixture(tmp_path / "fixture.jsonl", {request_hash(recorded): {"content": "x"}})
+    writer = SidecarWriter(fixture)
+    for request in (recorded, saved):
+        writer.append(request_hash(request), canonical_request(request))
+    with acquire(fixture, timeout=30) as llm:
+        for request, nearest in ((asked, recorded), (saved, recorded)):
+            with pytest.raises(ReplayMiss) as info:
+                llm.complete(request)
+            assert info.value.nearest is not None
+            assert info.value.nearest["request_hash"] == request_hash(nearest)

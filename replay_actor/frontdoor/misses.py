@@ -70,7 +70,6 @@ class MissReporter:
         self.inspection = inspection
         self._stream = stream
         self._seen: set[tuple[str, str]] = set()
-        self._recorded: frozenset[str] | None = None  # the fixture's hashes, on a first miss
         self._lock = threading.Lock()
 
     def __call__(self, request: dict[str, Any], exc: BaseException) -> None:
@@ -106,7 +105,8 @@ class MissReporter:
         fixture = _shown_path(self.fixture)
         headline = str(exc).partition("\n")[0]
         lines = [f"{_PREFIX}{kind}: {headline}"]
-        nearest = self._nearest(canonical) if kind == "miss" else None
+        # The handle's explanation: the fixture's nearest entry (authoring/explain.py).
+        nearest: Mapping[str, Any] | None = getattr(exc, "nearest", None)
         if nearest is not None:
             paths = list(nearest.get("paths", ()))
             more = len(paths) - _PATHS_SHOWN
@@ -131,30 +131,6 @@ class MissReporter:
                 f"--content {shlex.quote(ANSWER_PLACEHOLDER)}"
             )
         return lines
-
-    def _nearest(self, canonical: bytes) -> Mapping[str, Any] | None:
-        """The nearest *recorded* request: among the fixture's entries only, since the
-        sidecar also holds the requests this reporter saved (the handle's own
-        ``ReplayMiss.nearest`` cannot tell them apart). None when there is none."""
-        import msgspec
-
-        from ..authoring.explain import MISS_SIDECAR_BYTES
-        from ..authoring.nearest import find_nearest
-        from ..files.sidecar import sidecar_path
-        from ..fixture import load_fixture
-
-        if self._recorded is None:
-            self._recorded = frozenset(load_fixture(self.fixture).request_hashes())
-        try:
-            found = find_nearest(
-                sidecar_path(self.fixture),
-                msgspec.json.decode(canonical),
-                known=self._recorded,
-                max_bytes=MISS_SIDECAR_BYTES,
-            )
-        except (OSError, ReplayError, ValueError, RecursionError, msgspec.MsgspecError):
-            return None
-        return None if found is None else {"request_hash": found.request_hash, "paths": found.paths}
 
     def _save(self, digest: str, canonical: bytes) -> str | None:
         """Add the request to the sidecar; what to say about it (None: nothing new)."""
