@@ -41,7 +41,7 @@ front door's raw ASGI header pairs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
@@ -73,6 +73,7 @@ __all__ = [
     "AsyncServing",
     "Call",
     "Exchange",
+    "FailureHook",
     "Headers",
     "Serving",
     "outcome_of",
@@ -95,6 +96,10 @@ _encode: Final = msgspec.json.encode
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
+
+
+#: ``on_failure(request, exc)``: the neutral request a provider call failed for, and why.
+FailureHook = Callable[[dict[str, Any], BaseException], None]
 
 
 class Answer(NamedTuple):
@@ -302,8 +307,12 @@ class _Serving:
         *,
         release_on_close: bool = True,
         outcomes: Outcomes | None = None,
+        on_failure: FailureHook | None = None,
     ) -> None:
         self._exchange = Exchange(api)
+        #: Told of each call the provider failed (the front door's miss reporter); it
+        #: must not raise.
+        self._on_failure = on_failure
         self._provider = provider
         # A provider with a run log (docs/attribution.md) is told where each call came
         # from, and the requests refused before any call are logged here.
@@ -322,6 +331,12 @@ class _Serving:
         self._count(kind)
         if self._logged is not None:
             self._logged.log.refused(kind, where)
+
+    def _failed(self, call: Call, exc: Exception) -> Answer:
+        self._count(outcome_of(exc))
+        if self._on_failure is not None:
+            self._on_failure(call.request, exc)
+        return call.fail(exc)
 
     def _counted(self, answer: Answer) -> Answer:
         # The provider answered; the vendor's shape may still fail to express it.
@@ -354,8 +369,7 @@ class Serving(_Serving):
             else:
                 response = self._provider.complete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     def close(self) -> None:
@@ -381,8 +395,7 @@ class AsyncServing(_Serving):
             else:
                 response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     async def aclose(self) -> None:
