@@ -141,12 +141,13 @@ ANALYSIS: Final[dict[str, str]] = {
 The run log writes each line synchronously: one `write` of the whole line to an
 `O_APPEND` file before `complete()` returns, so a run killed at any moment (SIGKILL
 included) keeps the line of every call that returned (docs/attribution.md). That
-`write` is the overhead: about 3.5 us in isolation, about 8 us between two actor round
-trips on this shared 2-core machine (the same on tmpfs, so not the file system), against
-a ~50 us call; the rest (the hash handed to the handle instead of computed twice, the
-fixture line from the caller's index, the line's encoding) is ~1 us. Meeting 5 % would
-take writing the line off the call's path (a writer thread), which gives up the
-guarantee that a killed run keeps every returned call's line; it was not done.""",
+`write` is most of the overhead: about 3.5 us in a tight loop, 8-10 us between two actor
+round trips on this shared 2-core machine (the same on tmpfs, so not the file system);
+the wrapper's own work (the request hashed once and handed to the handle, the fixture
+line from the caller's index, the line's encoding) is about 3 us. Against a ~90 us call
+that is 1.14-1.16 x. Meeting 5 % would take writing the line off the call's path (a
+writer thread), which gives up the guarantee that a killed run keeps every returned
+call's line; it was not done. P12L and P14L, whose calls are milliseconds, meet it.""",
     "P14L": """\
 As P1L: the front door's `acomplete()` adds one synchronous `write` of the line per
 request, a few microseconds on a ~1 ms request.""",
