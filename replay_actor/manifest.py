@@ -237,7 +237,12 @@ def _logged(opened: Provider, log_path: str, kind: str, table: _Table, base: str
             raise ManifestError(f"provider.log: {exc}", key="provider.log") from None
         # Only a replay fixture's lines stay put (a recording rewrites its fixture).
         fixture = _path(table, "fixture", base, required=True) if kind == "replay" else None
-        index = FixtureIndex(fixture) if fixture is not None else None
+        index = None
+        if fixture is not None:
+            try:
+                index = FixtureIndex(fixture)
+            except OSError:  # a Ray backend's fixture may be readable only on its node
+                index = None
     except BaseException:
         opened.release()
         raise
