@@ -110,6 +110,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("replay", frozenset({"replay"})),
     ("providers and wire shapes", frozenset({"adapters", "record", "vendors"})),
     ("authoring", frozenset({"authoring"})),
+    ("attribution", frozenset({"attribution"})),
     ("public replay entry points", frozenset({"_replay"})),
     ("manifest", frozenset({"manifest"})),
     ("integrations", frozenset({"integrations", "frontdoor", "pydantic_ai", "ray"})),

@@ -20,6 +20,7 @@ The package, one module per command group:
 - ``starting``: init (a replay manifest and an empty fixture);
 - ``authoring``: stub, explain, add, remove, coverage (``authoring/`` does the work);
 - ``serving``: serve, run (``frontdoor/`` does the work);
+- ``comparing``: compare (``attribution/`` does the work);
 - ``_shared``: the table's records, the arguments several commands share, reading inputs,
   writing outputs, exit codes.
 
@@ -125,6 +126,11 @@ COMMANDS: Final = (
         "coverage",
         "which entries runs never used, sequences not consumed, requests that missed",
         "replay_actor.cli.authoring:COVERAGE",
+    ),
+    LazyCommand(
+        "compare",
+        "compare two run logs: which samples diverged, at which call, and why",
+        "replay_actor.cli.comparing:COMPARE",
     ),
     LazyCommand(
         "serve",

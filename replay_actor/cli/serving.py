@@ -49,6 +49,13 @@ _ADDRESS: Final = (
     arg("manifest", metavar="MANIFEST", help="the manifest (TOML file)"),
     arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"),
     arg("--port", type=int, default=0, help="port to bind (default: 0, any free port)"),
+    arg(
+        "--log",
+        metavar="FILE",
+        default=None,
+        help="append one JSON line per call to FILE (the run log, for `compare`); "
+        "overrides the manifest's log key",
+    ),
 )
 
 
@@ -95,7 +102,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from ..frontdoor.server import serve_forever
 
     with _named_errors(args.manifest, args.host, args.port):
-        return serve_forever(args.manifest, args.host, args.port)
+        return serve_forever(args.manifest, args.host, args.port, log=args.log)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -115,6 +122,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             port=args.port,
             seal=args.seal,
             allow_misses=args.allow_misses,
+            log=args.log,
         )
 
 

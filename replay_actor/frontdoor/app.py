@@ -78,7 +78,7 @@ class FrontDoorApp:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         path: str = scope["path"]
         if not self._authorised(headers):
-            self._count_invalid()
+            self._serving.refused("invalid", path)
             await _send(
                 send,
                 self._envelopes.refusal(
@@ -93,7 +93,7 @@ class FrontDoorApp:
         try:
             body = await self._body(headers, receive)
         except _TooLarge:
-            self._count_invalid()
+            self._serving.refused("invalid", path)
             await _send(
                 send,
                 self._envelopes.refusal(
@@ -115,10 +115,6 @@ class FrontDoorApp:
                 path, 500, "replay_internal_error", f"internal error ({type(exc).__name__})"
             )
         await _send(send, answer)
-
-    def _count_invalid(self) -> None:
-        if self._serving.outcomes is not None:
-            self._serving.outcomes.add("invalid")
 
     def _authorised(self, headers: list[tuple[bytes, bytes]]) -> bool:
         # Every candidate is compared (in constant time), so the time taken says nothing

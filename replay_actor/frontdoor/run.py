@@ -271,9 +271,11 @@ def run_command(
     port: int = 0,
     seal: str | None = None,
     allow_misses: bool = False,
+    log: str | os.PathLike[str] | None = None,
 ) -> int:
     """``replay-actor run``: serve the manifest's provider to ``command``; its status
-    (``seal``: one of :data:`SEALS`, None for the manifest's default)."""
+    (``seal``: one of :data:`SEALS`, None for the manifest's default; ``log``: the run
+    log's path, docs/attribution.md, instead of the manifest's)."""
     if not command:
         raise ValueError("run needs a COMMAND after --")
     if seal is not None and seal not in SEALS:
@@ -282,7 +284,7 @@ def run_command(
 
     # The key is read here, into the adapter, before the child's environment exists;
     # and the manifest is checked before anything else reads it.
-    provider: Provider = open_provider(manifest)
+    provider: Provider = open_provider(manifest, log=log)
     try:
         kind, secret_names = manifest_facts(manifest)
         chosen = seal or ("auto" if kind == "replay" else "off")

@@ -33,6 +33,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from ..attribution.log import RunLog
 from ..integrations._outcomes import Outcomes
 from ..integrations.serving import AsyncServing, FailureHook
 from .app import MAX_BODY_BYTES, FrontDoorApp
@@ -148,6 +149,7 @@ class FrontDoor:
             (f"{shown}:{bound_port}", f"localhost:{bound_port}"),
             self.outcomes,
             report_blocked,
+            logged=self._log_blocked,
         )
         config = uvicorn.Config(
             app,
@@ -164,6 +166,11 @@ class FrontDoor:
         )
         self._server = _server_class()(config)
         self._task: asyncio.Task[None] | None = None
+
+    def _log_blocked(self, host: str) -> None:
+        log = getattr(self._serving.provider, "log", None)
+        if isinstance(log, RunLog):
+            log.refused("blocked", host)
 
     @property
     def info(self) -> dict[str, str]:
@@ -234,12 +241,19 @@ async def _serve(
             loop.remove_signal_handler(sig)
 
 
-def serve_forever(manifest: str | os.PathLike[str], host: str = DEFAULT_HOST, port: int = 0) -> int:
-    """``replay-actor serve``: acquire, serve until SIGINT/SIGTERM, release; 0."""
+def serve_forever(
+    manifest: str | os.PathLike[str],
+    host: str = DEFAULT_HOST,
+    port: int = 0,
+    *,
+    log: str | os.PathLike[str] | None = None,
+) -> int:
+    """``replay-actor serve``: acquire, serve until SIGINT/SIGTERM, release; 0.
+    ``log``: the run log's path (docs/attribution.md), instead of the manifest's."""
     from ..manifest import open_provider
     from .misses import reporter_for
 
-    provider = open_provider(manifest)
+    provider = open_provider(manifest, log=log)
     try:
         asyncio.run(_serve(provider, host, port, sys.stdout, reporter_for(manifest)))
     finally:

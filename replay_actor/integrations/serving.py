@@ -57,6 +57,7 @@ from .._errors import (
 )
 from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
+from ..attribution.provider import LoggedProvider
 from ..vendors import Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
 from ._outcomes import Kind, Outcomes
@@ -313,6 +314,9 @@ class _Serving:
         #: must not raise.
         self._on_failure = on_failure
         self._provider = provider
+        # A provider with a run log (docs/attribution.md) is told where each call came
+        # from, and the requests refused before any call are logged here.
+        self._logged = provider if isinstance(provider, LoggedProvider) else None
         self._release_on_close = release_on_close
         #: Counts each answer's kind when given (the front door's summary).
         self.outcomes = outcomes
@@ -326,6 +330,13 @@ class _Serving:
         if self._on_failure is not None:
             self._on_failure(call.request, exc)
         return call.fail(exc)
+
+    def refused(self, kind: Kind, where: str | None = None) -> None:
+        """Count (and log) a request answered before any provider call: ``invalid``
+        (``where``: its path) or ``blocked`` (``where``: the host it was meant for)."""
+        self._count(kind)
+        if self._logged is not None:
+            self._logged.log.refused(kind, where)
 
     def _counted(self, answer: Answer) -> Answer:
         # The provider answered; the vendor's shape may still fail to express it.
@@ -349,10 +360,14 @@ class Serving(_Serving):
         """``headers`` may carry ``x-replay-scope``."""
         prepared = self._exchange.prepare(method, path, body, headers)
         if isinstance(prepared, Answer):
-            self._count("invalid")
+            self.refused("invalid", path)
             return prepared
         try:
-            response = self._provider.complete(prepared.request)
+            if self._logged is not None:
+                via = (prepared.vendor.name, path)
+                response = self._logged.complete_via(prepared.request, via)
+            else:
+                response = self._provider.complete(prepared.request)
         except Exception as exc:
             return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
@@ -371,10 +386,14 @@ class AsyncServing(_Serving):
         """``headers`` as :meth:`Serving.serve`."""
         prepared = self._exchange.prepare(method, path, body, headers)
         if isinstance(prepared, Answer):
-            self._count("invalid")
+            self.refused("invalid", path)
             return prepared
         try:
-            response = await self._provider.acomplete(prepared.request)
+            if self._logged is not None:
+                via = (prepared.vendor.name, path)
+                response = await self._logged.acomplete_via(prepared.request, via)
+            else:
+                response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
             return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
