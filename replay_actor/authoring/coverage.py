@@ -45,7 +45,11 @@ import msgspec
 from .._errors import ReplayError
 from ..fixture._table import FixtureSet
 
-__all__ = ["CoverageReport", "coverage"]
+__all__ = [
+    "CoverageReport",
+    "coverage",
+    "coverage_text",
+]
 
 
 class _Event(msgspec.Struct):

@@ -5,8 +5,10 @@ any language with no code changed (docs/front-door.md).
 - ``server``: one acquisition and one uvicorn server, the ready line (``replay-actor serve``);
 - ``run``: the front door plus a child command with its environment pointed at it
   (``replay-actor run MANIFEST -- COMMAND``);
-- ``environment``, ``seal``, ``proxy``, ``summary``: the child's environment, the two
-  seals, the summary line and exit status;
+- ``environment``: the environment ``run`` gives the command;
+- ``seal``: the namespace seal: the front door the only endpoint the command reaches;
+- ``proxy``: the front door as the sealed run's proxy: every request refused and counted;
+- ``summary``: ``run``'s last word: the summary line and the exit status;
 - ``misses``: each miss said on stderr as it happens, with the ``add`` command that
   answers it, and the missed request saved to the fixture's request sidecar.
 

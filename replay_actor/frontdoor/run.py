@@ -52,7 +52,11 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
 
-__all__ = ["SEALS", "run_command"]
+__all__ = [
+    "SEALS",
+    "run_command",
+    "manifest_facts",
+]
 
 #: ``--seal``'s choices.
 SEALS: Final = ("namespace", "proxy", "off")

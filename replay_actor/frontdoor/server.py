@@ -43,7 +43,12 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
 
-__all__ = ["DEFAULT_HOST", "FrontDoor", "serve_forever"]
+__all__ = [
+    "DEFAULT_HOST",
+    "FrontDoor",
+    "serve_forever",
+    "ready_line",
+]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 #: Connections waiting to be accepted: well above the default 5, so a burst of

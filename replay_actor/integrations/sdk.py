@@ -42,6 +42,7 @@ __all__ = [
     "async_openai_client",
     "gemini_client",
     "openai_client",
+    "PLACEHOLDER_KEY",
 ]
 
 #: Sent as the SDK's key when the caller gives none; nothing checks it.
