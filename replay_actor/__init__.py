@@ -26,6 +26,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
     authoring/       tools around a fixture
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
+    attribution/     the run log and ``compare``
     cli/             the ``replay-actor`` command
 """
 
