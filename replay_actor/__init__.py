@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         TooManyActors,
     )
     from ._interface import Provider
+    from ._kinds import CompletionRequest, EmbeddingRequest
     from ._replay import Supervisor, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
@@ -72,6 +73,8 @@ _LOCATIONS: dict[str, str] = {
     "SequenceExhausted": "_errors",
     "TooManyActors": "_errors",
     "Provider": "_interface",
+    "CompletionRequest": "_kinds",
+    "EmbeddingRequest": "_kinds",
     "Message": "_request",
     "Request": "_request",
     "Tool": "_request",
@@ -102,6 +105,8 @@ __all__ = [
     "Adapter",
     "AsyncProviderTransport",
     "Ceilings",
+    "CompletionRequest",
+    "EmbeddingRequest",
     "FixtureError",
     "FixtureSet",
     "InspectionPathError",

@@ -9,6 +9,8 @@ EXPECTED = {
     "Adapter",
     "AsyncProviderTransport",
     "Ceilings",
+    "CompletionRequest",
+    "EmbeddingRequest",
     "FixtureError",
     "FixtureSet",
     "InspectionPathError",
