@@ -31,6 +31,7 @@ new module plus one registry line::
     anthropic_count_tokens.py  /v1/messages/count_tokens (kind count_tokens)
     gemini_embed.py            :embedContent, :batchEmbedContents (kind embedding)
     gemini_count_tokens.py     :countTokens (kind count_tokens)
+    ollama/       Ollama's /api/chat, /api/generate, /api/embed (NDJSON streams)
 
 A chat shape's ``live`` endpoint lists, in ``kinds``, the shape that asks each other
 request kind live (docs/request.md, "Request kinds"), so one ``openai`` adapter records
@@ -118,6 +119,9 @@ REGISTRY: Final[dict[str, str]] = {
     "anthropic-count-tokens": "replay_actor.vendors.anthropic_count_tokens:AnthropicCountTokens",
     "gemini-embed": "replay_actor.vendors.gemini_embed:GeminiEmbed",
     "gemini-count-tokens": "replay_actor.vendors.gemini_count_tokens:GeminiCountTokens",
+    "ollama": "replay_actor.vendors.ollama:OllamaChat",
+    "ollama-generate": "replay_actor.vendors.ollama:OllamaGenerate",
+    "ollama-embed": "replay_actor.vendors.ollama:OllamaEmbed",
 }
 
 
@@ -133,6 +137,7 @@ _SERVED_WITH: Final[dict[str, tuple[str, ...]]] = {
     ),
     "anthropic": ("anthropic", "anthropic-count-tokens"),
     "gemini": ("gemini", "gemini-embed", "gemini-count-tokens"),
+    "ollama": ("ollama", "ollama-generate", "ollama-embed"),
 }
 
 
