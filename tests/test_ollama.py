@@ -51,7 +51,7 @@ def _run_app(client: Any) -> dict[str, Any]:
     scope: dict[str, Any] = {}
     printed: list[str] = []
     code = APP.replace("client = ollama.Client()", "").replace("print(", "printed.append(")
-    exec(code, {"client": client, "printed": printed, **scope})  # noqa: S102 - our own text
+    exec(code, {"client": client, "printed": printed, **scope})  # our own text, above
     result: dict[str, Any] = json.loads(printed[0])
     return result
 
@@ -128,7 +128,7 @@ def test_an_ollama_miss_is_its_error_and_not_retried(tmp_path: Path) -> None:
             client.chat(model="llama3", messages=[{"role": "user", "content": "?"}], stream=False)
         assert caught.value.status_code == 404
         assert "no replay fixture matches" in caught.value.error
-        with pytest.raises(ollama.ResponseError, match="images cannot be replayed|images"):
+        with pytest.raises(ollama.ResponseError, match="images cannot be replayed"):
             client.generate(model="llama3", prompt="x", images=["aGk="], stream=False)
     finally:
         client.close()
