@@ -72,7 +72,9 @@ def read_body(body: Any, path: str = "") -> VendorCall:
         raise RequestError("the request body must be a JSON object")
     match = ROUTE.search(path)
     model = match["model"] if match else _model_name(body.get("model"))
-    if match and match["method"] == "batchEmbedContents":
+    # Without a path (``--from gemini-embed`` of a file), ``requests`` says batch.
+    batch = match["method"] == "batchEmbedContents" if match else "requests" in body
+    if batch:
         items = body.get("requests")
         if type(items) is not list or not items or set(body) - {"requests"}:
             raise RequestError("requests must be a non-empty array (and the only field)")

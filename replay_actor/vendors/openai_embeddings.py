@@ -65,7 +65,7 @@ def read_body(body: Any) -> VendorCall:
     form = body.get("encoding_format")
     if form is None:
         form = "float"  # the API's default when the field is absent
-    if form not in _FORMATS:
+    if type(form) is not str or form not in _FORMATS:
         raise RequestError("encoding_format must be 'float' or 'base64'")
     return VendorCall(request=request, model=model, answer_as=form)
 

@@ -51,7 +51,7 @@ def _message(raw: Any, i: int) -> dict[str, Any]:
     if extra:
         raise RequestError(f"{where}.{extra[0]} cannot be replayed")
     role = raw.get("role")
-    if role not in _ROLES:
+    if type(role) is not str or role not in _ROLES:
         raise RequestError(f"{where}.role must be system, user, assistant or tool")
     content = raw.get("content")
     if content is not None and type(content) is not str:
