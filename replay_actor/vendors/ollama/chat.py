@@ -24,12 +24,25 @@ from .._common import (
     canonical_arguments,
     read_tools,
 )
-from . import _wire
+from ._wire import (
+    CREATED_AT,
+    NDJSON,
+    NOT_HASHED,
+    counts,
+    error_body,
+    live_endpoint,
+    live_format,
+    live_options,
+    live_usage,
+    ndjson,
+    read_format,
+    read_options,
+)
 
 __all__ = ["LIVE", "OllamaChat"]
 
 _encode: Final = msgspec.json.encode
-_OWNED: Final = _wire.NOT_HASHED | {"messages", "tools", "format", "options"}
+_OWNED: Final = NOT_HASHED | {"messages", "tools", "format", "options"}
 _ROLES: Final = frozenset({"system", "user", "assistant", "tool"})
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "tool_name", "thinking"})
 
@@ -86,11 +99,11 @@ def read_body(body: Any) -> VendorCall:
         raise RequestError("messages must be an array")
     request: dict[str, Any] = {"messages": [_message(m, i) for i, m in enumerate(messages)]}
     read_tools(body, request, _tools, lambda choice: choice)
-    response_format = _wire.read_format(body.get("format"))
+    response_format = read_format(body.get("format"))
     if response_format is not None:
         request["response_format"] = response_format
     params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
-    _wire.read_options(body, params)
+    read_options(body, params)
     if params:
         request["params"] = params
     model = body.get("model")
@@ -124,25 +137,25 @@ def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
     """The whole ``/api/chat`` answer (``stream: false``)."""
     return {
         "model": call.model,
-        "created_at": _wire.CREATED_AT,
+        "created_at": CREATED_AT,
         "message": _message_out(response),
         "done": True,
         "done_reason": _done(response),
-        **_wire.counts(response),
+        **counts(response),
     }
 
 
 def stream_body(response: Response, call: VendorCall) -> bytes:
     """The answer as NDJSON: the message, then an empty ``done`` line with the counts."""
-    head = {"model": call.model, "created_at": _wire.CREATED_AT}
+    head = {"model": call.model, "created_at": CREATED_AT}
     last = {
         **head,
         "message": {"role": "assistant", "content": ""},
         "done": True,
         "done_reason": _done(response),
-        **_wire.counts(response),
+        **counts(response),
     }
-    return _wire.ndjson([{**head, "message": _message_out(response), "done": False}, last])
+    return ndjson([{**head, "message": _message_out(response), "done": False}, last])
 
 
 def _live_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -171,9 +184,9 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     if request.get("tools"):
         body["tools"] = [{"type": "function", "function": tool} for tool in request["tools"]]
     if "response_format" in request:
-        body["format"] = _wire.live_format(request["response_format"])
+        body["format"] = live_format(request["response_format"])
     if params:
-        body["options"] = _wire.live_options(params)
+        body["options"] = live_options(params)
     if think is not None:
         body["think"] = think
     return body
@@ -210,11 +223,11 @@ def from_response(data: Any) -> dict[str, Any]:
         "content": content or None,
         "tool_calls": calls,
         "finish_reason": finish,
-        "usage": _wire.live_usage(data),
+        "usage": live_usage(data),
     }
 
 
-LIVE: Final = _wire.live_endpoint(
+LIVE: Final = live_endpoint(
     "OllamaAdapter",
     "an Ollama chat answer",
     "/api/chat",
@@ -228,7 +241,7 @@ class OllamaChat:
     name: Final = "ollama"
     routes: Final = (re.compile(r"/api/chat/?$"),)
     live: Final = LIVE
-    stream_content_type: Final = _wire.NDJSON
+    stream_content_type: Final = NDJSON
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         return read_body(body)
@@ -239,6 +252,6 @@ class OllamaChat:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return stream_body(response, call)
 
-    error_body = staticmethod(_wire.error_body)
+    error_body = staticmethod(error_body)
     to_body = staticmethod(to_body)
     from_response = staticmethod(from_response)

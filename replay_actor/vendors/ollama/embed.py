@@ -19,11 +19,11 @@ from ..._response import Response
 from .._common import MalformedResponse, VendorCall
 from .._vectors import live_vector, stored_vectors
 from ..openai_embeddings import read_texts
-from . import _wire
+from ._wire import NOT_HASHED, error_body, live_endpoint, live_options, live_usage, read_options
 
 __all__ = ["LIVE", "OllamaEmbed"]
 
-_OWNED: Final = _wire.NOT_HASHED | {"input", "dimensions", "options"}
+_OWNED: Final = NOT_HASHED | {"input", "dimensions", "options"}
 
 
 def read_body(body: Any) -> VendorCall:
@@ -41,7 +41,7 @@ def read_body(body: Any) -> VendorCall:
     if body.get("dimensions") is not None:
         request["dimensions"] = body["dimensions"]
     params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
-    _wire.read_options(body, params)
+    read_options(body, params)
     if params:
         request["params"] = params
     return VendorCall(request=request, model=model)
@@ -67,7 +67,7 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     if "dimensions" in request:
         body["dimensions"] = request["dimensions"]
     if params:
-        body["options"] = _wire.live_options(params)
+        body["options"] = live_options(params)
     return body
 
 
@@ -76,11 +76,11 @@ def from_response(data: Any) -> dict[str, Any]:
     vectors = data.get("embeddings") if isinstance(data, dict) else None
     if not isinstance(vectors, list):
         raise MalformedResponse("the body has no embeddings")
-    usage = _wire.live_usage(data)
+    usage = live_usage(data)
     return {"embeddings": [live_vector(v) for v in vectors], "usage": usage}
 
 
-LIVE: Final = _wire.live_endpoint("OllamaEmbedAdapter", "Ollama embeddings", "/api/embed")
+LIVE: Final = live_endpoint("OllamaEmbedAdapter", "Ollama embeddings", "/api/embed")
 
 
 class OllamaEmbed:
@@ -99,6 +99,6 @@ class OllamaEmbed:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return msgspec.json.encode(response_body(response, call))
 
-    error_body = staticmethod(_wire.error_body)
+    error_body = staticmethod(error_body)
     to_body = staticmethod(to_body)
     from_response = staticmethod(from_response)

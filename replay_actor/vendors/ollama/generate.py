@@ -15,11 +15,24 @@ from ..._errors import RequestError
 from ..._kinds import COMPLETION
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
-from . import _wire
+from ._wire import (
+    CREATED_AT,
+    NDJSON,
+    NOT_HASHED,
+    counts,
+    error_body,
+    live_endpoint,
+    live_format,
+    live_options,
+    live_usage,
+    ndjson,
+    read_format,
+    read_options,
+)
 
 __all__ = ["LIVE", "OllamaGenerate"]
 
-_OWNED: Final = _wire.NOT_HASHED | {"prompt", "format", "options"}
+_OWNED: Final = NOT_HASHED | {"prompt", "format", "options"}
 _REFUSED: Final = ("context", "images")
 
 
@@ -36,10 +49,10 @@ def read_body(body: Any) -> VendorCall:
     request: dict[str, Any] = {"kind": COMPLETION, "prompt": prompt}
     params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
     params = {k: v for k, v in params.items() if k not in _REFUSED}
-    response_format = _wire.read_format(body.get("format"))
+    response_format = read_format(body.get("format"))
     if response_format is not None:
         params["format"] = response_format
-    _wire.read_options(body, params)
+    read_options(body, params)
     if params:
         request["params"] = params
     model = body.get("model")
@@ -58,22 +71,22 @@ def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
     """The whole ``/api/generate`` answer (``stream: false``)."""
     return {
         "model": call.model,
-        "created_at": _wire.CREATED_AT,
+        "created_at": CREATED_AT,
         "response": response.content or "",
         "done": True,
         "done_reason": _done(response),
-        **_wire.counts(response),
+        **counts(response),
     }
 
 
 def stream_body(response: Response, call: VendorCall) -> bytes:
     """The answer as NDJSON: the text, then an empty ``done`` line with the counts."""
-    head = {"model": call.model, "created_at": _wire.CREATED_AT}
+    head = {"model": call.model, "created_at": CREATED_AT}
     last = {**head, "response": "", "done": True, "done_reason": _done(response)}
-    return _wire.ndjson(
+    return ndjson(
         [
             {**head, "response": response.content or "", "done": False},
-            {**last, **_wire.counts(response)},
+            {**last, **counts(response)},
         ]
     )
 
@@ -88,9 +101,9 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     for key in sorted(_TOP_LEVEL.intersection(params)):
         body[key] = params.pop(key)
     if "format" in params:
-        body["format"] = _wire.live_format(params.pop("format"))
+        body["format"] = live_format(params.pop("format"))
     if params:
-        body["options"] = _wire.live_options(params)
+        body["options"] = live_options(params)
     return body
 
 
@@ -103,11 +116,11 @@ def from_response(data: Any) -> dict[str, Any]:
     return {
         "content": text,
         "finish_reason": "length" if done == "length" else "stop",
-        "usage": _wire.live_usage(data),
+        "usage": live_usage(data),
     }
 
 
-LIVE: Final = _wire.live_endpoint("OllamaGenerateAdapter", "an Ollama answer", "/api/generate")
+LIVE: Final = live_endpoint("OllamaGenerateAdapter", "an Ollama answer", "/api/generate")
 
 
 class OllamaGenerate:
@@ -116,7 +129,7 @@ class OllamaGenerate:
     name: Final = "ollama-generate"
     routes: Final = (re.compile(r"/api/generate/?$"),)
     live: Final = LIVE
-    stream_content_type: Final = _wire.NDJSON
+    stream_content_type: Final = NDJSON
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         return read_body(body)
@@ -127,6 +140,6 @@ class OllamaGenerate:
     def stream_body(self, response: Response, call: VendorCall) -> bytes:
         return stream_body(response, call)
 
-    error_body = staticmethod(_wire.error_body)
+    error_body = staticmethod(error_body)
     to_body = staticmethod(to_body)
     from_response = staticmethod(from_response)
