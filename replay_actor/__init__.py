@@ -43,8 +43,10 @@ if TYPE_CHECKING:
         anthropic_client,
         async_anthropic_client,
         async_gemini_client,
+        async_ollama_client,
         async_openai_client,
         gemini_client,
+        ollama_client,
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
@@ -96,6 +98,8 @@ _LOCATIONS: dict[str, str] = {
     "async_openai_client": "integrations.sdk",
     "gemini_client": "integrations.sdk",
     "openai_client": "integrations.sdk",
+    "ollama_client": "integrations.sdk",
+    "async_ollama_client": "integrations.sdk",
     "AsyncProviderTransport": "integrations.transport",
     "ProviderTransport": "integrations.transport",
 }
@@ -136,11 +140,13 @@ __all__ = [
     "anthropic_client",
     "async_anthropic_client",
     "async_gemini_client",
+    "async_ollama_client",
     "async_openai_client",
     "canonical_json",
     "entry_line",
     "gemini_client",
     "load_fixture",
+    "ollama_client",
     "open_provider",
     "openai_client",
     "request_hash",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from replay_actor import open_provider
+from replay_actor import async_ollama_client, ollama_client, open_provider
 from replay_actor.integrations.httpx_transport import HttpxProviderTransport
 from tests.endpoints_server import EndpointsServer, endpoints_server, vector
 from tests.frontdoor_util import record_manifest, replay_manifest, run_cli
@@ -57,8 +57,7 @@ def _run_app(client: Any) -> dict[str, Any]:
 
 
 def _client(manifest: Path) -> Any:
-    transport = HttpxProviderTransport(open_provider(manifest), "ollama")
-    return ollama.Client(host="http://ollama.invalid", transport=transport)
+    return ollama_client(manifest)
 
 
 def test_ollama_records_then_replays_in_process_and_under_run(
@@ -132,3 +131,28 @@ def test_an_ollama_miss_is_its_error_and_not_retried(tmp_path: Path) -> None:
             client.generate(model="llama3", prompt="x", images=["aGk="], stream=False)
     finally:
         client.close()
+
+
+def test_the_async_client_replays_on_the_native_async_path(tmp_path: Path) -> None:
+    import asyncio
+
+    from replay_actor import request_hash
+
+    asked = {"kind": "embedding", "model": "nomic-embed-text", "texts": ["a"]}
+    fixture = tmp_path / "f.jsonl"
+    line = {
+        "schema_version": 1,
+        "request_hash": request_hash(asked),
+        "response": {"embeddings": [[0.5]]},
+    }
+    fixture.write_text(json.dumps(line) + "\n")
+
+    async def main() -> list[Any]:
+        client = async_ollama_client(replay_manifest(tmp_path, fixture))
+        try:
+            got = await client.embed(model="nomic-embed-text", input="a")
+        finally:
+            await client.close()
+        return list(got.embeddings)
+
+    assert asyncio.run(main()) == [[0.5]]
