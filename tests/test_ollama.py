@@ -148,7 +148,7 @@ def test_the_async_client_replays_on_the_native_async_path(tmp_path: Path) -> No
     fixture.write_text(json.dumps(line) + "\n")
 
     async def main() -> list[Any]:
-        client = async_ollama_client(replay_manifest(tmp_path, fixture))
+        client: Any = async_ollama_client(replay_manifest(tmp_path, fixture))
         try:
             got = await client.embed(model="nomic-embed-text", input="a")
         finally:
