@@ -227,3 +227,30 @@ def test_base64_of_a_stored_vector_is_little_endian_float32() -> None:
     body = make_vendor("openai-embeddings").response_body(stored, call)
     raw = base64.b64decode(body["data"][0]["embedding"])
     assert raw == struct.pack("<2f", 0.1, -2.5)
+
+
+def test_a_live_adapter_refuses_a_kind_it_cannot_ask_before_sending(
+    tmp_path: Path, endpoints_server: EndpointsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replay_actor import RequestError, open_provider
+    from tests.frontdoor_util import live_manifest
+
+    monkeypatch.setenv(KEY_ENV, "sk-ant-test")
+    manifest = live_manifest(
+        tmp_path, endpoints_server.url, adapter="anthropic", api_key_env=KEY_ENV
+    )
+    provider = open_provider(manifest)
+    try:
+        with pytest.raises(RequestError, match="cannot ask 'embedding' requests live"):
+            provider.complete({"kind": "embedding", "model": "e", "texts": ["a"]})
+        with pytest.raises(RequestError, match="cannot ask 'completion' requests live"):
+            provider.complete({"kind": "completion", "prompt": "x"})
+        counted = provider.complete(
+            {"kind": "count_tokens", "messages": [{"role": "user", "content": "hi"}]}
+        )
+    finally:
+        provider.release()
+    assert [r.path for r in endpoints_server.received] == ["/v1/messages/count_tokens"]
+    assert counted == {
+        "input_tokens": len(json.dumps(endpoints_server.received[0].body, sort_keys=True))
+    }

@@ -64,3 +64,23 @@ def test_add_lookup_and_explain_an_embedding(tmp_path: Path) -> None:
     explained = _cli("explain", fixture, other, "--from", "openai-embeddings")
     assert explained.returncode == 3
     assert 'model: "text-embedding-3-small" → "text-embedding-3-large"' in explained.stdout
+
+
+def test_explain_of_a_request_without_messages_counts_no_messages(tmp_path: Path) -> None:
+    request = tmp_path / "c.json"
+    request.write_text(json.dumps({"model": "m", "prompt": "Once"}))
+    digest = _cli("hash", "--from", "openai-completions", request).stdout.strip()
+    fixture = tmp_path / "f.jsonl"
+    added = _cli(
+        "add", fixture, digest, "--content", " upon", "--request", request,
+        "--from", "openai-completions",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    other = tmp_path / "d.json"
+    other.write_text(json.dumps({"model": "m", "prompt": "Twice"}))
+    explained = _cli("explain", fixture, other, "--from", "openai-completions")
+    assert explained.returncode == 3
+    assert "leading messages" not in explained.stdout
+    assert '  1 path differs (recorded → requested):\n  prompt: "Once" → "Twice"' in (
+        explained.stdout
+    )

@@ -77,7 +77,7 @@ class VendorAdapter(HTTPAdapter):
             return self.vendor
         name = dict(self.endpoint.kinds).get(kind)
         if name is None:
-            raise RequestError(f"the {self.name} adapter cannot ask a {kind} request live")
+            raise RequestError(f"the {self.name} adapter cannot ask {kind!r} requests live")
         return _kind_vendor(name)
 
     def body(self, request: dict[str, Any]) -> dict[str, Any]:
