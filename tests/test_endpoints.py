@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,76 @@ def test_a_live_adapter_refuses_a_kind_it_cannot_ask_before_sending(
     assert counted == {
         "input_tokens": len(json.dumps(endpoints_server.received[0].body, sort_keys=True))
     }
+
+
+#: An unchanged application: each SDK configured from the environment only.
+RUN_APP = """
+import json, anthropic, openai
+from google import genai
+from google.genai import types
+o = openai.OpenAI()
+a = anthropic.Anthropic()
+g = genai.Client()
+texts = ["the cat sat", "on the mat"]
+print(json.dumps({
+    "base64": [e.embedding for e in o.embeddings.create(
+        model="text-embedding-3-small", input=texts).data],
+    "float": [e.embedding for e in o.embeddings.create(
+        model="text-embedding-3-small", input=texts, encoding_format="float").data],
+    "completion": o.completions.create(
+        model="instruct", prompt="Once upon", max_tokens=5).choices[0].text,
+    "openai_count": o.responses.input_tokens.count(model="gpt-x", input="How many?").input_tokens,
+    "anthropic_count": a.messages.count_tokens(
+        model="claude-x", messages=[{"role": "user", "content": "count me"}]).input_tokens,
+    "gemini": [e.values for e in g.models.embed_content(
+        model="text-embedding-004", contents=texts,
+        config=types.EmbedContentConfig(task_type="RETRIEVAL_DOCUMENT")).embeddings],
+}))
+"""
+
+
+def test_an_unchanged_app_replays_every_endpoint_under_run(tmp_path: Path) -> None:
+    from tests.frontdoor_util import run_cli
+
+    texts = ["the cat sat", "on the mat"]
+    vectors = [vector(t) for t in texts]
+    chat = [{"role": "user", "content": "count me"}]
+    answers = {
+        request_hash({"kind": "embedding", "model": EMBED_MODEL, "texts": texts}): {
+            "embeddings": vectors
+        },
+        request_hash({"kind": "completion", "prompt": "Once upon", "params": {"max_tokens": 5}}): {
+            "content": " a time"
+        },
+        request_hash(
+            {"kind": "count_tokens", "messages": [{"role": "user", "content": "How many?"}]}
+        ): {"input_tokens": 3},
+        request_hash({"kind": "count_tokens", "messages": chat}): {"input_tokens": 4},
+        request_hash(
+            {
+                "kind": "embedding",
+                "model": "text-embedding-004",
+                "texts": texts,
+                "params": {"taskType": "RETRIEVAL_DOCUMENT"},
+            }
+        ): {"embeddings": vectors},
+    }
+    fixture = tmp_path / "f.jsonl"
+    fixture.write_text(
+        "".join(
+            json.dumps({"schema_version": 1, "request_hash": h, "response": r}) + "\n"
+            for h, r in answers.items()
+        )
+    )
+    replay = replay_manifest(tmp_path, fixture)
+    outputs = []
+    for _ in range(2):
+        done = run_cli(replay, [sys.executable, "-c", RUN_APP])
+        assert done.returncode == 0, done.stderr
+        assert "6 served, 0 missed" in done.stderr
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0] == outputs[1]
+    assert _float32(outputs[0]["base64"]) == _float32(vectors) == _float32(outputs[0]["gemini"])
+    assert outputs[0]["base64"] == outputs[0]["float"] == vectors
+    assert (outputs[0]["completion"], outputs[0]["openai_count"]) == (" a time", 3)
+    assert outputs[0]["anthropic_count"] == 4
