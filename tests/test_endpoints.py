@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import ollama
 import openai
 import pytest
 from google import genai
@@ -328,3 +329,36 @@ def test_an_unchanged_app_replays_every_endpoint_under_run(tmp_path: Path) -> No
     assert outputs[0]["base64"] == outputs[0]["float"] == vectors
     assert (outputs[0]["completion"], outputs[0]["openai_count"]) == (" a time", 3)
     assert outputs[0]["anthropic_count"] == 4
+
+
+SECRET = "PLANTED-secret-7f3a9c"
+
+
+def test_private_misses_carry_no_hash_and_no_text(tmp_path: Path) -> None:
+    """Private mode: an embedding, count or Ollama miss says nothing of the request."""
+    from replay_actor import ollama_client
+
+    fixture = tmp_path / "empty.jsonl"
+    fixture.write_text("")
+    replay = replay_manifest(tmp_path, fixture, private=True)
+    bodies = []
+    with openai_client(replay) as client:
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.embeddings.create(model=EMBED_MODEL, input=[SECRET])
+        bodies.append(json.dumps(caught.value.body))
+        with pytest.raises(openai.NotFoundError) as caught:
+            client.completions.create(model="m", prompt=SECRET)
+        bodies.append(json.dumps(caught.value.body))
+    with anthropic_client(replay) as claude, pytest.raises(anthropic.NotFoundError) as miss:
+        claude.messages.count_tokens(model="c", messages=[{"role": "user", "content": SECRET}])
+    bodies.append(json.dumps(miss.value.body))
+    local = ollama_client(replay)
+    try:
+        with pytest.raises(ollama.ResponseError) as failed:
+            local.embed(model="nomic", input=SECRET)
+        bodies.append(failed.value.error)
+    finally:
+        local.close()
+    for body in bodies:
+        assert "no replay fixture matches" in body
+        assert SECRET not in body and "sha256" not in body
