@@ -362,3 +362,31 @@ def test_private_misses_carry_no_hash_and_no_text(tmp_path: Path) -> None:
     for body in bodies:
         assert "no replay fixture matches" in body
         assert SECRET not in body and "sha256" not in body
+
+
+def test_gemini_single_embed_content_is_answered_in_its_own_form(tmp_path: Path) -> None:
+    from replay_actor import open_provider
+    from replay_actor.integrations.serving import Serving
+
+    asked = {"kind": "embedding", "model": "text-embedding-004", "texts": ["ab"], "dimensions": 2}
+    fixture = tmp_path / "f.jsonl"
+    line = {
+        "schema_version": 1,
+        "request_hash": request_hash(asked),
+        "response": {"embeddings": [[0.5, 0.25]]},
+    }
+    fixture.write_text(json.dumps(line) + "\n")
+    serving = Serving(open_provider(replay_manifest(tmp_path, fixture)), "gemini")
+    try:
+        body = {"content": {"parts": [{"text": "a"}, {"text": "b"}]}, "output_dimensionality": 2}
+        path = "/v1beta/models/text-embedding-004:embedContent"
+        answer = serving.serve("POST", path, json.dumps(body).encode())
+        assert (answer.status, json.loads(answer.body)) == (
+            200,
+            {"embedding": {"values": [0.5, 0.25]}},
+        )
+        image = {"content": {"parts": [{"inline_data": {"data": "aGk="}}]}}
+        refused = serving.serve("POST", path, json.dumps(image).encode())
+        assert refused.status == 400 and b"only text is embedded" in refused.body
+    finally:
+        serving.close()
