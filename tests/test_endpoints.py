@@ -352,7 +352,7 @@ def test_private_misses_carry_no_hash_and_no_text(tmp_path: Path) -> None:
     with anthropic_client(replay) as claude, pytest.raises(anthropic.NotFoundError) as miss:
         claude.messages.count_tokens(model="c", messages=[{"role": "user", "content": SECRET}])
     bodies.append(json.dumps(miss.value.body))
-    local = ollama_client(replay)
+    local: Any = ollama_client(replay)
     try:
         with pytest.raises(ollama.ResponseError) as failed:
             local.embed(model="nomic", input=SECRET)
