@@ -390,3 +390,31 @@ def test_gemini_single_embed_content_is_answered_in_its_own_form(tmp_path: Path)
         assert refused.status == 400 and b"only text is embedded" in refused.body
     finally:
         serving.close()
+
+
+LITELLM_APP = """
+import json, litellm
+answer = litellm.embedding(model="text-embedding-3-small", input=["the cat sat", "on the mat"])
+print(json.dumps([item["embedding"] for item in answer.data]))
+"""
+
+
+def test_litellm_embedding_replays_under_run(tmp_path: Path) -> None:
+    """LiteLLM's embedding(), as a RAG evaluation calls it, unchanged under run."""
+    from tests.frontdoor_util import quiet_env, run_cli
+
+    pytest.importorskip("litellm")
+    texts = ["the cat sat", "on the mat"]
+    asked = {"kind": "embedding", "model": EMBED_MODEL, "texts": texts}
+    line = {
+        "schema_version": 1,
+        "request_hash": request_hash(asked),
+        "response": {"embeddings": [vector(t) for t in texts]},
+    }
+    fixture = tmp_path / "f.jsonl"
+    fixture.write_text(json.dumps(line) + "\n")
+    app = [sys.executable, "-c", LITELLM_APP]
+    done = run_cli(replay_manifest(tmp_path, fixture), app, env=quiet_env())
+    assert done.returncode == 0, done.stderr
+    assert "1 served, 0 missed" in done.stderr
+    assert _float32(json.loads(done.stdout)) == _float32([vector(t) for t in texts])
