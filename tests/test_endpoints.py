@@ -418,3 +418,30 @@ def test_litellm_embedding_replays_under_run(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "1 served, 0 missed" in done.stderr
     assert _float32(json.loads(done.stdout)) == _float32([vector(t) for t in texts])
+
+
+def test_every_new_path_routes_to_its_shape() -> None:
+    from replay_actor.integrations.serving import Exchange
+
+    exchange = Exchange(None)
+    routes = {
+        "/v1/embeddings": "openai-embeddings",
+        "/openai/v1/embeddings": "openai-embeddings",
+        "/v1/completions": "openai-completions",
+        "/v1/chat/completions": "openai",
+        "/v1/responses/input_tokens": "openai-input-tokens",
+        "/v1/responses": "openai-responses",
+        "/v1/messages/count_tokens": "anthropic-count-tokens",
+        "/v1beta/models/e:embedContent": "gemini-embed",
+        "/v1beta/models/e:batchEmbedContents": "gemini-embed",
+        "/v1beta/models/g:countTokens": "gemini-count-tokens",
+        "/api/chat": "ollama",
+        "/api/generate": "ollama-generate",
+        "/api/embed": "ollama-embed",
+    }
+    for path, name in routes.items():
+        routed = exchange._route("POST", path)
+        assert getattr(routed, "name", None) == name, path
+    for unserved in ("/api/embeddings", "/v1/images/generations", "/api/tags"):
+        got = exchange.prepare("POST", unserved, b"{}")
+        assert len(got) == 3 and got[0] == 404, unserved

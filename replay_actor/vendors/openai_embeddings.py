@@ -132,7 +132,8 @@ class OpenAIEmbeddings:
     """The :class:`~replay_actor.vendors.Vendor` for OpenAI embeddings."""
 
     name: Final = "openai-embeddings"
-    routes: Final = (re.compile(r"/embeddings/?$"),)
+    # Not /api/embeddings: that is Ollama's older endpoint, which is not served.
+    routes: Final = (re.compile(r"(?<!/api)/embeddings/?$"),)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
