@@ -27,7 +27,13 @@ from typing import Any, Final
 
 from ..integrations.serving import Answer, AsyncServing, Exchange
 
-__all__ = ["MAX_BODY_BYTES", "FrontDoorApp"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "FrontDoorApp",
+    "Receive",
+    "Scope",
+    "Send",
+]
 
 #: The largest request body accepted (413 above it): 32 MiB, twice the fixture's
 #: default line ceiling, so any request a fixture can hold fits with room for the

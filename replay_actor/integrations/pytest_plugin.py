@@ -49,6 +49,8 @@ __all__ = [
     "replay_anthropic",
     "replay_openai",
     "replay_provider",
+    "pytest_runtest_makereport",
+    "pytest_terminal_summary",
 ]
 
 MODES: Final = ("replay", "record", "live")

@@ -41,7 +41,7 @@ front door's raw ASGI header pairs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
@@ -72,6 +72,7 @@ __all__ = [
     "AsyncServing",
     "Call",
     "Exchange",
+    "FailureHook",
     "Headers",
     "Serving",
     "outcome_of",
@@ -95,6 +96,10 @@ _encode: Final = msgspec.json.encode
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
+
+
+#: ``on_failure(request, exc)``: the neutral request a provider call failed for, and why.
+FailureHook = Callable[[dict[str, Any], BaseException], None]
 
 
 class Answer(NamedTuple):
@@ -305,8 +310,12 @@ class _Serving:
         *,
         release_on_close: bool = True,
         outcomes: Outcomes | None = None,
+        on_failure: FailureHook | None = None,
     ) -> None:
         self._exchange = Exchange(api)
+        #: Told of each call the provider failed (the front door's miss reporter); it
+        #: must not raise.
+        self._on_failure = on_failure
         self._provider = provider
         self._release_on_close = release_on_close
         #: Counts each answer's kind when given (the front door's summary).
@@ -315,6 +324,12 @@ class _Serving:
     def _count(self, kind: Kind) -> None:
         if self.outcomes is not None:
             self.outcomes.add(kind)
+
+    def _failed(self, call: Call, exc: Exception) -> Answer:
+        self._count(outcome_of(exc))
+        if self._on_failure is not None:
+            self._on_failure(call.request, exc)
+        return call.fail(exc)
 
     def _counted(self, answer: Answer) -> Answer:
         # The provider answered; the vendor's shape may still fail to express it.
@@ -343,8 +358,7 @@ class Serving(_Serving):
         try:
             response = self._provider.complete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     def close(self) -> None:
@@ -366,8 +380,7 @@ class AsyncServing(_Serving):
         try:
             response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     async def aclose(self) -> None:
