@@ -12,6 +12,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
 
     _version.py      the version             _errors.py       the exception tree
     _request.py      the neutral request     _response.py     the neutral response
+    _kinds.py        request kinds beyond chat (embedding, completion)
     _canonical.py    RFC 8785 JSON           _memo.py         results by a value's image
     _interface.py    ``Provider``            _strict_json.py  strict JSON text
     _replay.py       acquire, Supervisor     manifest.py      ``open_provider``

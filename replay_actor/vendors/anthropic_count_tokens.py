@@ -20,7 +20,13 @@ from ._common import VendorCall
 from ._counting import counted, live_count, stored_count
 from ._endpoint import EndpointOption, LiveEndpoint
 
-__all__ = ["LIVE", "AnthropicCountTokens"]
+__all__ = [
+    "LIVE",
+    "AnthropicCountTokens",
+    "from_response",
+    "read_body",
+    "to_body",
+]
 
 #: What the counting endpoint takes of a messages body (anything else is refused there).
 _COUNTED_KEYS: Final = frozenset(

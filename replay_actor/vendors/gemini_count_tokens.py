@@ -21,7 +21,14 @@ from ._common import VendorCall
 from ._counting import counted, live_count, stored_count
 from ._endpoint import LiveEndpoint
 
-__all__ = ["LIVE", "ROUTE", "GeminiCountTokens"]
+__all__ = [
+    "LIVE",
+    "ROUTE",
+    "GeminiCountTokens",
+    "from_response",
+    "read_body",
+    "to_body",
+]
 
 ROUTE: Final = re.compile(r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])countTokens/?$")
 

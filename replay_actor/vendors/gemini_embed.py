@@ -24,7 +24,15 @@ from ._common import MalformedResponse, VendorCall
 from ._endpoint import LiveEndpoint
 from ._vectors import live_vector, stored_vectors
 
-__all__ = ["LIVE", "ROUTE", "GeminiEmbed"]
+__all__ = [
+    "LIVE",
+    "ROUTE",
+    "GeminiEmbed",
+    "from_response",
+    "read_body",
+    "response_body",
+    "to_body",
+]
 
 ROUTE: Final = re.compile(
     r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])"

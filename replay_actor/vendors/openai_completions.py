@@ -27,7 +27,16 @@ from ._common import (
 )
 from ._endpoint import LiveEndpoint
 
-__all__ = ["LIVE", "OpenAICompletions", "read_prompt"]
+__all__ = [
+    "LIVE",
+    "OpenAICompletions",
+    "from_response",
+    "read_body",
+    "read_prompt",
+    "response_body",
+    "stream_body",
+    "to_body",
+]
 
 _OWNED: Final = NOT_HASHED | {"prompt", "stop"}
 _RESERVED: Final = frozenset({"model", "prompt", "stream"})

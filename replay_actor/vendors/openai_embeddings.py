@@ -23,7 +23,15 @@ from ._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
 from ._endpoint import LiveEndpoint
 from ._vectors import float32_base64, live_vector, stored_vectors
 
-__all__ = ["LIVE", "OpenAIEmbeddings", "read_texts"]
+__all__ = [
+    "LIVE",
+    "OpenAIEmbeddings",
+    "from_response",
+    "read_body",
+    "read_texts",
+    "response_body",
+    "to_body",
+]
 
 _OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
 _FORMATS: Final = frozenset({"float", "base64"})

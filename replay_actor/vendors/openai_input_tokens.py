@@ -22,7 +22,13 @@ from ._endpoint import LiveEndpoint
 from .openai_responses.live import to_body as responses_body
 from .openai_responses.request import read_body as read_responses
 
-__all__ = ["LIVE", "OpenAIInputTokens"]
+__all__ = [
+    "LIVE",
+    "OpenAIInputTokens",
+    "from_response",
+    "read_body",
+    "to_body",
+]
 
 #: What the counting endpoint takes of a Responses body.
 _COUNTED_KEYS: Final = frozenset(

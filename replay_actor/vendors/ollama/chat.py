@@ -39,7 +39,15 @@ from ._wire import (
     read_options,
 )
 
-__all__ = ["LIVE", "OllamaChat"]
+__all__ = [
+    "LIVE",
+    "OllamaChat",
+    "from_response",
+    "read_body",
+    "response_body",
+    "stream_body",
+    "to_body",
+]
 
 _encode: Final = msgspec.json.encode
 _OWNED: Final = NOT_HASHED | {"messages", "tools", "format", "options"}

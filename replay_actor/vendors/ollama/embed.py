@@ -21,7 +21,14 @@ from .._vectors import live_vector, stored_vectors
 from ..openai_embeddings import read_texts
 from ._wire import NOT_HASHED, error_body, live_endpoint, live_options, live_usage, read_options
 
-__all__ = ["LIVE", "OllamaEmbed"]
+__all__ = [
+    "LIVE",
+    "OllamaEmbed",
+    "from_response",
+    "read_body",
+    "response_body",
+    "to_body",
+]
 
 _OWNED: Final = NOT_HASHED | {"input", "dimensions", "options"}
 

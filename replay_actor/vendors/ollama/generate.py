@@ -30,7 +30,15 @@ from ._wire import (
     read_options,
 )
 
-__all__ = ["LIVE", "OllamaGenerate"]
+__all__ = [
+    "LIVE",
+    "OllamaGenerate",
+    "from_response",
+    "read_body",
+    "response_body",
+    "stream_body",
+    "to_body",
+]
 
 _OWNED: Final = NOT_HASHED | {"prompt", "format", "options"}
 _REFUSED: Final = ("context", "images")
