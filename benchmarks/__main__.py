@@ -24,6 +24,7 @@ from . import (
     attribution,
     calls,
     concurrency,
+    embeddings,
     explaining,
     frontdoor,
     large,
@@ -132,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         ({"P12", "P12G"}, "the Gemini SDK path (P12g)", lambda: sdk.run_sdk_gemini(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
+        (
+            {"P15"},
+            "embeddings through the front door (P15)",
+            lambda: embeddings.run_embeddings(cfg),
+        ),
         ({"P17"}, "a sealed run's start-up (P17)", lambda: frontdoor.run_sealed_startup(cfg)),
         ({"P16", "P16M"}, "compare two run logs (P16)", lambda: attribution.run_compare(cfg)),
         (
