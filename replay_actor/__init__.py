@@ -27,6 +27,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
     attribution/     the run log, and ``compare`` of two runs
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
+    attribution/     the run log and ``compare``
     cli/             the ``replay-actor`` command
 """
 
