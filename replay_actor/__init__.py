@@ -24,7 +24,6 @@ The package (docs/architecture.md, "Map of the package", says more)::
     adapters/        live adapters
     vendors/         every vendor wire shape, one registry
     authoring/       tools around a fixture
-    attribution/     the run log, and ``compare`` of two runs
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
     attribution/     the run log and ``compare``
