@@ -252,6 +252,17 @@ class Exchange:
             call = Call(vendor, vendor.read_body(data, path))
         except RequestError as exc:
             return _failure(vendor, exc)
+        except Exception as exc:
+            # A shape that missed a malformed body is still a malformed body: a 400 (a
+            # 500 would be retried, an exception from a transport too), naming only the
+            # exception's type, never the body.
+            return _error(
+                vendor,
+                400,
+                "invalid_request",
+                f"the request body is not a {vendor.name} request replay-actor can read "
+                f"({type(exc).__name__})",
+            )
         return _scoped(call, _scope_texts(headers))
 
     def refusal(self, path: str, status: int, kind: str, message: str) -> Answer:
