@@ -6,7 +6,8 @@ its callers import from here, and nothing else of it.
 One HTTP exchange in, one provider call, one HTTP answer out::
 
     Exchange.prepare(method, path, body, headers)
-      route by path -> vendors.<api>.read_body -> x-replay-scope  -> Call | Answer
+      _routes.canonical_path (Azure, /messages) -> route by path
+      -> vendors.<api>.read_body -> x-replay-scope  -> Call | Answer
     Call: provider.complete / acomplete (exactly once) -> Call.answer(response) | Call.fail(exc)
       vendors.<api>.response_body / stream_body -> 200 JSON, or 200 text/event-stream
     Answer(status, headers, body): what goes back, failures included
@@ -19,7 +20,7 @@ error, which the SDKs retry, asking the provider again). Nothing is forwarded an
 =========================  ======  =====================
 failure                    status  ``error.type``
 =========================  ======  =====================
-other path or method       404     ``not_found``
+other path or method       404     ``not_found`` (listing the served paths)
 invalid request            400     ``invalid_request``
 miss                       404     ``replay_miss``
 exhausted sequence         404     ``replay_exhausted``
@@ -57,9 +58,10 @@ from .._errors import (
 )
 from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
-from ..vendors import Vendor, make_vendor, served_with, vendor_names
+from ..vendors import REGISTRY, Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
 from ._outcomes import Kind, Outcomes
+from ._routes import AZURE_FORMS, canonical_path, described, looks_like
 
 if TYPE_CHECKING:
     from .._interface import Provider
@@ -94,6 +96,10 @@ _encode: Final = msgspec.json.encode
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
+
+#: Vendors made only for their error envelope (a 404 to a path that looks like a vendor
+#: the exchange does not serve): error_body is stateless, so one each is shared.
+_ENVELOPES: dict[str, Vendor] = {}
 
 
 class Answer(NamedTuple):
@@ -182,6 +188,15 @@ def _scope_texts(headers: Headers | None) -> list[str]:
     return texts
 
 
+def _header_names(headers: Headers | None) -> frozenset[str]:
+    """The request's header names in lower case (for :func:`looks_like`)."""
+    if headers is None:
+        return frozenset()
+    if isinstance(headers, Mapping):
+        return frozenset(name.lower() for name in headers)
+    return frozenset(name.decode("latin-1").lower() for name, _ in headers)
+
+
 def outcome_of(exc: BaseException) -> Kind:
     """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
     if isinstance(exc, ReplayMiss):
@@ -220,29 +235,56 @@ class Exchange:
         self._vendors: tuple[Vendor, ...] = tuple(make_vendor(name) for name in names)
         self.api = api
 
-    def _route(self, method: str, path: str) -> Vendor | Answer:
+    def _route(self, method: str, path: str, headers: Headers | None) -> Vendor | Answer:
+        """The vendor serving ``path`` (already canonical), or the 404 answer."""
         if method == "POST":
             for vendor in self._vendors:
                 if any(route.search(path) for route in vendor.routes):
                     return vendor
-        answers = " or ".join(
-            route.pattern.rstrip("$").removesuffix("/?")
-            for vendor in self._vendors
-            for route in vendor.routes
-        )
+        return self.not_found(method, path, headers)
+
+    def not_found(
+        self, method: str, path: str, headers: Headers | None = None, more: Sequence[str] = ()
+    ) -> Answer:
+        """The 404 for a path or method no vendor serves, in the envelope of the vendor
+        the path looks like, listing what is served (``more``: served besides the vendor
+        shapes, such as batches)."""
+        served = [*described(self._vendors), *more]
+        if any(vendor.name == "openai" for vendor in self._vendors):
+            served.append(AZURE_FORMS)
         return _error(
-            self._vendors[0],
+            self._envelope(path, headers),
             404,
             "not_found",
-            f"replay-actor answers only POST {answers}, not {method} {path}",
+            f"replay-actor does not serve {method} {path}; it serves {', '.join(served)}",
         )
+
+    def _envelope(self, path: str, headers: Headers | None) -> Vendor:
+        """The vendor whose error envelope an answer to ``path`` is written in: the one it
+        looks like (:func:`looks_like`), one of this exchange's when it has it; a path a
+        vendor serves is that vendor's, whatever the headers."""
+        served = canonical_path(path)
+        for vendor in self._vendors:
+            if any(route.search(served) for route in vendor.routes):
+                return vendor
+        name = looks_like(path, _header_names(headers))
+        for vendor in self._vendors:
+            if vendor.name == name:
+                return vendor
+        if name in REGISTRY:
+            if name not in _ENVELOPES:
+                # Only its error_body is used, which keeps no state.
+                _ENVELOPES[name] = make_vendor(name)
+            return _ENVELOPES[name]
+        return self._vendors[0]
 
     def prepare(
         self, method: str, path: str, body: bytes, headers: Headers | None = None
     ) -> Call | Answer:
         """The call to put to the provider, or the answer when there is none to make (an
         unserved path, a body that is not the vendor's request, a bad ``x-replay-scope``)."""
-        vendor = self._route(method, path)
+        path = canonical_path(path)
+        vendor = self._route(method, path, headers)
         if isinstance(vendor, Answer):
             return vendor
         data = _read_json(vendor, body)
@@ -265,15 +307,12 @@ class Exchange:
             )
         return _scoped(call, _scope_texts(headers))
 
-    def refusal(self, path: str, status: int, kind: str, message: str) -> Answer:
+    def refusal(
+        self, path: str, status: int, kind: str, message: str, headers: Headers | None = None
+    ) -> Answer:
         """An error answer made before any call (the front door's 401, 413, 500), in the
-        envelope of the vendor ``path`` looks like (the first one's for any other)."""
-        vendor = self._vendors[0]
-        for candidate in self._vendors:
-            if any(route.search(path) for route in candidate.routes):
-                vendor = candidate
-                break
-        return _error(vendor, status, kind, message)
+        envelope of the vendor the request looks like."""
+        return _error(self._envelope(path, headers), status, kind, message)
 
 
 def _scoped(call: Call, texts: list[str]) -> Call | Answer:

@@ -583,6 +583,7 @@ class AnthropicMessages:
 
     name: Final = NAME
     routes: Final = (re.compile(r"/v1/messages/?$"),)
+    paths: Final = ("POST /v1/messages",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
