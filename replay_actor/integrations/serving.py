@@ -60,8 +60,10 @@ from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ..vendors import REGISTRY, Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
+from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error, error_answer
 from ._outcomes import Kind, Outcomes
 from ._routes import AZURE_FORMS, canonical_path, described, looks_like
+from .batches import Batches, BatchWork
 
 if TYPE_CHECKING:
     from .._interface import Provider
@@ -76,6 +78,7 @@ __all__ = [
     "Exchange",
     "Headers",
     "Serving",
+    "error_answer",
     "outcome_of",
 ]
 
@@ -83,37 +86,13 @@ __all__ = [
 Api = str
 API_NAMES: Final = vendor_names()
 
-#: The request's headers as its carrier has them: a mapping with case-insensitive lookup
-#: (httpx's ``Headers``), or ASGI's raw ``(name, value)`` pairs (names in lower case).
-Headers = Mapping[str, str] | Sequence[tuple[bytes, bytes]]
-
-_JSON: Final = ("content-type", "application/json")
 _SSE: Final = ("content-type", "text/event-stream; charset=utf-8")
-_NO_RETRY: Final = ("x-should-retry", "false")
 _encode: Final = msgspec.json.encode
 
 #: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
-
-#: Vendors made only for their error envelope (a 404 to a path that looks like a vendor
-#: the exchange does not serve): error_body is stateless, so one each is shared.
-_ENVELOPES: dict[str, Vendor] = {}
-
-
-class Answer(NamedTuple):
-    """What goes back for one HTTP request, a failure included."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-
-
-def _error(
-    vendor: Vendor, status: int, kind: str, message: str, nearest: dict[str, Any] | None = None
-) -> Answer:
-    return Answer(status, [_JSON, _NO_RETRY], _encode(vendor.error_body(kind, message, nearest)))
 
 
 def _failure(vendor: Vendor, exc: BaseException) -> Answer:
@@ -226,7 +205,7 @@ class Exchange:
     (``api="openai"``, an SDK's transport) or every registered one (``api=None``, the front
     door), routed by the URL path. Shared by every transport class and the front door."""
 
-    __slots__ = ("_vendors", "api")
+    __slots__ = ("_batches", "_vendors", "api")
 
     def __init__(self, api: str | None) -> None:
         # api="openai" answers the OpenAI SDK's chat completions and Responses calls.
@@ -234,6 +213,21 @@ class Exchange:
         # make_vendor raises ValueError naming the registered APIs for an unknown one.
         self._vendors: tuple[Vendor, ...] = tuple(make_vendor(name) for name in names)
         self.api = api
+        # The batch endpoints of the families served (docs/batches.md), their state
+        # bounded and in memory, this exchange's own.
+        self._batches = Batches(self, tuple(names))
+
+    def serves_post(self, path: str) -> bool:
+        """Whether a vendor shape of this exchange answers ``POST path``."""
+        path = canonical_path(path)
+        return any(route.search(path) for v in self._vendors for route in v.routes)
+
+    def batch(
+        self, method: str, path: str, body: bytes, headers: Headers | None = None
+    ) -> Answer | BatchWork | None:
+        """The answer, or the batch to run, for a batch endpoint; ``None`` for any other
+        path (then :meth:`prepare` it)."""
+        return self._batches.handle(method, canonical_path(path), body, headers)
 
     def _route(self, method: str, path: str, headers: Headers | None) -> Vendor | Answer:
         """The vendor serving ``path`` (already canonical), or the 404 answer."""
@@ -249,7 +243,7 @@ class Exchange:
         """The 404 for a path or method no vendor serves, in the envelope of the vendor
         the path looks like, listing what is served (``more``: served besides the vendor
         shapes, such as batches)."""
-        served = [*described(self._vendors), *more]
+        served = [*described(self._vendors), *self._batches.paths, *more]
         if any(vendor.name == "openai" for vendor in self._vendors):
             served.append(AZURE_FORMS)
         return _error(
@@ -272,10 +266,7 @@ class Exchange:
             if vendor.name == name:
                 return vendor
         if name in REGISTRY:
-            if name not in _ENVELOPES:
-                # Only its error_body is used, which keeps no state.
-                _ENVELOPES[name] = make_vendor(name)
-            return _ENVELOPES[name]
+            return _envelope_vendor(name)
         return self._vendors[0]
 
     def prepare(
@@ -382,7 +373,14 @@ class Serving(_Serving):
 
     def serve(self, method: str, path: str, body: bytes, headers: Headers | None = None) -> Answer:
         """``headers`` may carry ``x-replay-scope``."""
-        prepared = self._exchange.prepare(method, path, body, headers)
+        work = self._exchange.batch(method, path, body, headers)
+        if work is not None:
+            if isinstance(work, Answer):
+                return work
+            return work.finish([self._ask(line) for line in work.lines])
+        return self._ask(self._exchange.prepare(method, path, body, headers))
+
+    def _ask(self, prepared: Call | Answer) -> Answer:
         if isinstance(prepared, Answer):
             self._count("invalid")
             return prepared
@@ -405,7 +403,16 @@ class AsyncServing(_Serving):
         self, method: str, path: str, body: bytes, headers: Headers | None = None
     ) -> Answer:
         """``headers`` as :meth:`Serving.serve`."""
-        prepared = self._exchange.prepare(method, path, body, headers)
+        work = self._exchange.batch(method, path, body, headers)
+        if work is not None:
+            if isinstance(work, Answer):
+                return work
+            # Line by line, in order: a sequence's elements go to the lines as they
+            # would to the same calls sent one after another.
+            return work.finish([await self._ask(line) for line in work.lines])
+        return await self._ask(self._exchange.prepare(method, path, body, headers))
+
+    async def _ask(self, prepared: Call | Answer) -> Answer:
         if isinstance(prepared, Answer):
             self._count("invalid")
             return prepared
