@@ -26,7 +26,8 @@ METHOD: Final = """\
   zygote's RSS, after 300 calls, twice: P8a in a fresh worker process that acquires only
   that fixture (its zygote caches nothing else), P8b the P1 run's actor (its zygote also
   caches the 100, 1k and 10k fixtures). The baseline is an interpreter started as the
-  zygote is (`python -P -c`, same environment) that has imported `replay_actor.replay.zygote`,
+  zygote is (`python -P -c`, same environment) that has imported
+  `replay_actor.replay.forked.zygote`,
   i.e. all the code an actor runs. An actor is a fork of the zygote: its RSS counts every
   page it shares with the zygote copy-on-write (the interpreter and the parsed table),
   so RSS says what the actor can touch, USS what it alone costs (about 2 MB), and PSS
@@ -55,7 +56,8 @@ METHOD: Final = """\
   a child forked by the warm zygote, so the reference is too): a benchmark-owned
   mini-zygote (`benchmarks/minizygote.py`), started as the zygote is
   (`subprocess.Popen([sys.executable, "-P", "-c", ...])`, same environment, a
-  `SOCK_SEQPACKET` control socket), that has imported `replay_actor.replay.zygote` and ignores
+  `SOCK_SEQPACKET` control socket), that has imported `replay_actor.replay.forked.zygote` and
+  ignores
   SIGCHLD; per request it receives the child's socket over `SCM_RIGHTS`, forks a child
   that writes "OK" on it and `os._exit(0)`s, and replies with the PID, as the zygote
   does. To split the difference, a second mini-zygote holds the parsed 1k-entry
@@ -287,7 +289,7 @@ round trip) / (hash + overhead): 103 / 60 = 1.7 here. The hash alone caps it at 
 for 1.5 x msgspec, ~34 us: (34 + 58) / (34 + 15) = 1.9), or both. On this shared machine
 the ratio moved between 1.1 and 1.9 across the session's runs, with the load other work
 put on the two cores. The actor's replies (one write per reply today, see
-`replay/actor.py`) add wake-ups that coalescing them per loop iteration would remove.""",
+`replay/forked/actor.py`) add wake-ups that coalescing them per loop iteration would remove.""",
     "P9b": """\
 One evaluation is a ping-pong between the caller and its actor, so it keeps roughly
 one core busy; four evaluations are eight processes on two cores, so the ceiling is

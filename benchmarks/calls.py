@@ -30,7 +30,7 @@ import rfc8785
 
 from replay_actor import acquire, request_hash
 from replay_actor._request import canonical_request
-from replay_actor.replay import protocol
+from replay_actor.replay.core import protocol
 
 from .procs import EchoPeer, RawEcho, baseline_rss, child_env, start_worker, stop
 from .timing import Config, Row, Stats, interleave, per_call
@@ -250,7 +250,7 @@ def _memory_row(
         ours=Stats.of([rss / 1e6]),
         reference=Stats.of([base_rss / 1e6]),
         reference_name=(
-            "interpreter started as the zygote is, replay_actor.replay.zygote imported;"
+            "interpreter started as the zygote is, replay_actor.replay.forked.zygote imported;"
             f" fixture {file_bytes / 1e6:.1f} MB"
         ),
         ratio=(rss - base_rss) / file_bytes,

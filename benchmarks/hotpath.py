@@ -26,12 +26,12 @@ from collections.abc import Callable
 import msgspec
 
 from replay_actor import acquire, request_hash
-from replay_actor.replay import actor as actor_module
-from replay_actor.replay import protocol
-from replay_actor.replay.protocol import ActorConfig
-from replay_actor.replay.state import HandleState
-from replay_actor.replay.sync import SyncLink
-from replay_actor.replay.wire import Channel
+from replay_actor.replay.caller.sync import SyncLink
+from replay_actor.replay.core import protocol
+from replay_actor.replay.core.protocol import ActorConfig
+from replay_actor.replay.core.state import HandleState
+from replay_actor.replay.forked import actor as actor_module
+from replay_actor.replay.io.wire import Channel
 
 from .procs import RawEcho
 from .timing import interleave, per_call

@@ -41,8 +41,8 @@ import psutil
 
 from replay_actor import ReplayProvider, acquire
 from replay_actor.fixture import DEFAULT_CEILINGS
-from replay_actor.replay.procs import identity as owner_identity
-from replay_actor.replay.protocol import ActorConfig
+from replay_actor.replay.core.protocol import ActorConfig
+from replay_actor.replay.io.procs import identity as owner_identity
 
 from .minizygote import MiniZygote
 from .procs import Owner, bare_child_ready, child_env, start_worker, stop, wait_exit

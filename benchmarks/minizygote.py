@@ -3,14 +3,14 @@ way as replay-actor's zygote, and the steps between it and a real acquisition.
 
 ``MiniZygote`` starts ``python -P -c "from benchmarks.minizygote import main; main()" FD
 MODE [FIXTURE...]`` with ``subprocess.Popen`` (the zygote's command line, environment and
-passed ``SOCK_SEQPACKET`` control socket), which imports ``replay_actor.replay.zygote`` (all the
-actor's code, as the zygote does), ignores SIGCHLD and then, per request received with
+passed ``SOCK_SEQPACKET`` control socket), which imports ``replay_actor.replay.forked.zygote``
+(all the actor's code, as the zygote does), ignores SIGCHLD and then, per request received with
 a socket fd (``SCM_RIGHTS``, as the zygote receives the actor's end), forks a child and
 replies with its PID. What the child does is the request's first byte:
 
 - ``N``: write ``b"OK"`` on the passed fd and ``os._exit(0)`` (the no-op child);
-- ``A``: run the real actor (``replay_actor.replay.actor.serve_forked``) on the passed fd with
-  the JSON config that follows: process name, owner pidfd + psutil identity, the
+- ``A``: run the real actor (``replay_actor.replay.forked.actor.serve_forked``) on the passed fd
+  with the JSON config that follows: process name, owner pidfd + psutil identity, the
   fixture table (the cached one, if this mini-zygote holds it), the listener bind and
   the READY frame; it exits when the benchmark closes its end.
 
@@ -46,10 +46,10 @@ _MAX_REQUEST: Final = 1 << 20
 
 def main() -> None:
     """The mini-zygote's body: ``... main()`` FD MODE [FIXTURE]."""
-    import replay_actor.replay.zygote as zyg
+    import replay_actor.replay.forked.zygote as zyg
     from replay_actor.fixture import DEFAULT_CEILINGS
-    from replay_actor.replay.actor import serve_forked
-    from replay_actor.replay.protocol import ActorConfig
+    from replay_actor.replay.core.protocol import ActorConfig
+    from replay_actor.replay.forked.actor import serve_forked
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)

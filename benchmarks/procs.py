@@ -238,14 +238,15 @@ def wait_exit(pidfd: int, timeout: float) -> bool:
 
 def baseline_rss(env: dict[str, str]) -> int:
     """RSS of a bare interpreter started as the zygote is (``python -P -c``, same
-    environment) that imported ``replay_actor.replay.zygote``: all the code an actor runs,
+    environment) that imported ``replay_actor.replay.forked.zygote``: all the code an actor runs,
     no fixture (an actor is a fork of such a process)."""
     popen = subprocess.Popen(
         [
             sys.executable,
             "-P",
             "-c",
-            "import sys, replay_actor.replay.zygote; print('ready', flush=True); sys.stdin.read()",
+            "import sys, replay_actor.replay.forked.zygote;"
+            " print('ready', flush=True); sys.stdin.read()",
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -267,7 +268,7 @@ def baseline_rss(env: dict[str, str]) -> int:
 
 def zygote_pid() -> int | None:
     """The PID of this process's replay-actor zygote, if one runs (checked by name)."""
-    from replay_actor.replay.zygote import zygote
+    from replay_actor.replay.caller.zygote_client import zygote
 
     pid = zygote.pid
     if pid is None:
@@ -301,7 +302,7 @@ def stop_zygote(timeout: float = 5.0) -> bool:
     EOF, then wait for it) where it exists, else SIGKILL through a pidfd (the PID pinned
     and checked by name first; the library's reaper thread reaps it). True if there was
     one and it exited."""
-    from replay_actor.replay.zygote import zygote
+    from replay_actor.replay.caller.zygote_client import zygote
 
     pid = zygote.pid
     if pid is None:

@@ -4,9 +4,9 @@ The public API is re-exported here; everything else lives in private ``_modules`
 may change without notice. ``tests/test_exported_members.py`` pins ``__all__``.
 
 Names are resolved on first use (PEP 562 ``__getattr__``): the zygote imports
-``replay_actor.replay.zygote``, which runs this file first, and must not pay for the live
-adapter, the manifest parser or asyncio, which it never uses. ``from replay_actor
-import X`` and type checkers see no difference.
+``replay_actor.replay.forked.zygote``, which runs this file first, and must not pay for
+the live adapter, the manifest parser or asyncio, which it never uses. ``from
+replay_actor import X`` and type checkers see no difference.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
     from .manifest import open_provider
-    from .replay.handle import ReplayProvider
-    from .replay.ray_backend import RayReplayProvider
+    from .replay.caller.handle import ReplayProvider
+    from .replay.caller.ray_backend import RayReplayProvider
 
 from ._version import __version__
 
@@ -82,9 +82,9 @@ _LOCATIONS: dict[str, str] = {
     "FixtureSet": "fixture._table",
     "entry_line": "fixture._format",
     "load_fixture": "fixture._parse",
-    "RayReplayProvider": "replay.ray_backend",
+    "RayReplayProvider": "replay.caller.ray_backend",
     "open_provider": "manifest",
-    "ReplayProvider": "replay.handle",
+    "ReplayProvider": "replay.caller.handle",
     "acquire": "_replay",
     "Supervisor": "_replay",
     "anthropic_client": "integrations.sdk",

@@ -15,9 +15,9 @@ import os
 from ._errors import ReplayMiss
 from ._request import RequestLike
 from .fixture import Ceilings
-from .replay import acquisition, supervisor
-from .replay.base import MissExplainer
-from .replay.handle import ReplayProvider
+from .replay.caller import acquisition, supervisor
+from .replay.caller.base import MissExplainer
+from .replay.caller.handle import ReplayProvider
 
 __all__ = ["Supervisor", "acquire", "miss_explainer"]
 

@@ -3,8 +3,8 @@
 ``open_provider(manifest)`` reads a TOML file (or takes the equivalent mapping), checks
 every key, and returns a provider with the same interface whatever the kind::
 
-    [provider] kind = "replay" -> replay.acquisition.acquire(...)  (cursor actor)
-                 backend = "ray" -> replay.ray_backend.acquire(...)  (cursor actor on Ray)
+    [provider] kind = "replay" -> replay.caller.acquisition.acquire(...)  (cursor actor)
+                 backend = "ray" -> replay.caller.ray_backend.acquire(...)  (cursor actor on Ray)
                kind = "live"   -> LiveProvider(adapter from [provider])
                kind = "record" -> RecordingProvider(fixture, LiveProvider(from [provider.live]))
 
@@ -243,7 +243,7 @@ def _replay(provider: _Table, base: str) -> Provider:
     from ._replay import miss_explainer
 
     if backend == "ray":
-        from .replay.ray_backend import acquire as acquire_on_ray
+        from .replay.caller.ray_backend import acquire as acquire_on_ray
 
         on_ray: Provider = acquire_on_ray(
             fixture,
@@ -253,7 +253,7 @@ def _replay(provider: _Table, base: str) -> Provider:
             **extra,
         )
         return on_ray
-    from .replay.acquisition import acquire
+    from .replay.caller.acquisition import acquire
 
     provider_handle: Provider = acquire(
         fixture,

@@ -14,8 +14,8 @@ import os
 
 from ._replay import miss_explainer
 from .fixture import Ceilings
-from .replay import ray_backend
-from .replay.ray_backend import RayReplayProvider
+from .replay.caller import ray_backend
+from .replay.caller.ray_backend import RayReplayProvider
 
 __all__ = ["RayReplayProvider", "acquire"]
 

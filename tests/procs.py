@@ -41,7 +41,7 @@ def wait_gone(pid: int, within: float = 10.0) -> bool:
 # Helpers that live as long as the process that started them, by design: the zygote
 # that forks actors (it exits with its parent), multiprocessing's own.
 _LONG_LIVED = (
-    "replay_actor.replay.zygote",
+    "replay_actor.replay.forked.zygote",
     "multiprocessing.resource_tracker",
     "multiprocessing.forkserver",
 )

@@ -43,7 +43,7 @@ from pathlib import Path
 import psutil
 
 from replay_actor import ReplayError, ReplayProvider, Supervisor, entry_line, request_hash
-from replay_actor.replay.zygote import zygote
+from replay_actor.replay.caller.zygote_client import zygote
 
 LOOP = {"messages": [{"role": "user", "content": "soak"}]}
 LENGTH = 1024

@@ -26,7 +26,7 @@ from replay_actor import (
     entry_line,
     request_hash,
 )
-from replay_actor.replay import protocol
+from replay_actor.replay.core import protocol
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

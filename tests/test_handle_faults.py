@@ -35,9 +35,9 @@ from replay_actor import (
     entry_line,
     request_hash,
 )
-from replay_actor.replay.acquisition import check_timeout
-from replay_actor.replay.handle import _rebuild
-from replay_actor.replay.wire import set_timeouts
+from replay_actor.replay.caller.acquisition import check_timeout
+from replay_actor.replay.caller.handle import _rebuild
+from replay_actor.replay.io.wire import set_timeouts
 from tests.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(90)]
@@ -266,7 +266,7 @@ _LOW_FDS = textwrap.dedent(
     import resource, sys, threading
     import replay_actor
     from replay_actor import acquire, ReplayError
-    from replay_actor.replay import handle, zygote, supervisor
+    from replay_actor.replay.caller import handle, zygote_client, supervisor
     import asyncio, subprocess, psutil, selectors
     limit = int(sys.argv[2])
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -319,7 +319,7 @@ def test_too_few_descriptors_is_a_replay_error(fixture_path: Path, limit: int) -
 
 
 def test_connect_failures_are_classified() -> None:
-    from replay_actor.replay import dial
+    from replay_actor.replay.caller import dial
 
     assert errno.ECONNREFUSED in dial.GONE
     assert errno.EAGAIN in dial.RETRY
@@ -446,7 +446,7 @@ _EXITING = textwrap.dedent(
     import atexit, os, sys
     state = {}
     def check():  # registered first, so it runs last: after the library's hooks
-        from replay_actor.replay.zygote import zygote
+        from replay_actor.replay.caller.zygote_client import zygote
         import psutil
         actor = state["actor"]
         alive = psutil.pid_exists(actor) and psutil.Process(actor).status() != "zombie"

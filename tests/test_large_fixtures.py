@@ -33,7 +33,8 @@ from replay_actor import (
 )
 from replay_actor.fixture import DEFAULT_CEILINGS, load_shareable
 from replay_actor.fixture._parse import _bulk_table
-from replay_actor.replay.zygote import CACHE_ENTRY_BYTES, HOLD_SECONDS_ENV, Zygote
+from replay_actor.replay.caller.zygote_client import Zygote
+from replay_actor.replay.forked.zygote import CACHE_ENTRY_BYTES, HOLD_SECONDS_ENV
 from tests.procs import wait_gone
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -216,7 +217,7 @@ def test_same_file_is_exact(tmp_path: Path) -> None:
 def fresh_zygote(monkeypatch: pytest.MonkeyPatch) -> Iterator[Zygote]:
     """A zygote of this test's own (its holders keep an unused fixture 0.5 s), and a
     check that nothing it started outlives the test."""
-    import replay_actor.replay.acquisition as acquisition_module
+    import replay_actor.replay.caller.acquisition as acquisition_module
 
     monkeypatch.setenv(HOLD_SECONDS_ENV, "0.5")
     fresh = Zygote()

@@ -177,7 +177,7 @@ def test_every_provider_kind_has_complete_many() -> None:
     from replay_actor._interface import Provider
     from replay_actor.adapters.live import LiveProvider
     from replay_actor.record.provider import RecordingProvider
-    from replay_actor.replay.handle import ReplayProvider
+    from replay_actor.replay.caller.handle import ReplayProvider
 
     for cls in (ReplayProvider, LiveProvider, RecordingProvider):
         assert callable(getattr(cls, "complete_many", None))

@@ -13,7 +13,8 @@ import psutil
 import pytest
 
 from replay_actor import ActorLost, FixtureError, acquire, entry_line, request_hash
-from replay_actor.replay.zygote import TEST_DELAY_ENV, FixtureCache, Zygote, zygote
+from replay_actor.replay.caller.zygote_client import Zygote, zygote
+from replay_actor.replay.forked.zygote import TEST_DELAY_ENV, FixtureCache
 from tests.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
@@ -114,7 +115,7 @@ def test_an_actor_outliving_its_acquirer_keeps_its_zygote_until_it_ends(tmp_path
         """
         import os, pickle, sys
         from replay_actor import acquire
-        from replay_actor.replay.zygote import zygote
+        from replay_actor.replay.caller.zygote_client import zygote
         p = acquire(sys.argv[1], owner_pid=int(sys.argv[2]), timeout=10)
         print(pickle.dumps(p).hex(), p.actor_pid, zygote.pid, flush=True)
         sys.stdin.readline()  # wait until the copy is connected
@@ -149,7 +150,7 @@ def own_zygote(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Zygo
 
     The hook file (``delay(seconds)`` writes it) makes the zygote sleep once, between
     forking an actor and replying, as a descheduled zygote would."""
-    import replay_actor.replay.acquisition as acquisition_module
+    import replay_actor.replay.caller.acquisition as acquisition_module
 
     monkeypatch.setenv(TEST_DELAY_ENV, str(tmp_path / "delay"))
     fresh = Zygote()
@@ -280,7 +281,7 @@ def test_a_small_acquire_does_not_wait_for_another_threads_large_parse(
 
 def test_the_cache_is_bounded_by_bytes_and_by_idle_time(tmp_path: Path) -> None:
     from replay_actor.fixture import DEFAULT_CEILINGS
-    from replay_actor.replay.protocol import ActorConfig
+    from replay_actor.replay.core.protocol import ActorConfig
 
     def config(path: Path) -> ActorConfig:
         return ActorConfig(

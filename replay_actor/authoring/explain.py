@@ -34,7 +34,7 @@ import msgspec
 from .._errors import InspectionPathError, ReplayError, ReplayMiss
 from .._request import RequestLike
 from ..files.sidecar import read_sidecar, sidecar_path
-from ..replay.inspection import open_inspection_record
+from ..replay.io.inspection import open_inspection_record
 from .nearest import rank
 
 __all__ = ["MISS_SIDECAR_BYTES", "explain_miss", "miss_error"]

@@ -185,7 +185,7 @@ INSPECT: Final = Command(
 
 def _cmd_lookup(args: argparse.Namespace) -> int:
     # The one import from replay/: the inspection record's format is the actor's.
-    from ..replay.inspection import open_inspection_record
+    from ..replay.io.inspection import open_inspection_record
 
     limits = ceilings(args.ceiling)
     request = read_request_arg(args.request, args.vendor)

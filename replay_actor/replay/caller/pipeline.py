@@ -24,10 +24,10 @@ import select
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .._errors import ReplayError, RequestError
-from .._request import RequestLike, request_hash
-from . import protocol
-from .state import DIED, LATE, UNEXPECTED, Failure, HandleState, detached
+from ..._errors import ReplayError, RequestError
+from ..._request import RequestLike, request_hash
+from ..core import protocol
+from ..core.state import DIED, LATE, UNEXPECTED, Failure, HandleState, detached
 
 __all__ = ["pipeline"]
 

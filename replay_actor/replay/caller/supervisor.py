@@ -23,8 +23,8 @@ import threading
 import weakref
 from typing import Any, Protocol, Self
 
-from .._errors import ActorLost, InvalidArgument, ProviderClosed, TooManyActors
-from ..fixture import Ceilings
+from ..._errors import ActorLost, InvalidArgument, ProviderClosed, TooManyActors
+from ...fixture import Ceilings
 from .acquisition import ExplainerFactory, acquire, check_timeout
 from .handle import ReplayProvider
 

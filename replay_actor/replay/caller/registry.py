@@ -13,7 +13,7 @@ import os
 import weakref
 from typing import Protocol
 
-from .zygote import zygote
+from .zygote_client import zygote
 
 __all__ = ["handles"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Self
 
-from .._errors import ReplayError, ReplayMiss
-from .._request import RequestLike, request_hash
-from . import protocol
-from .state import HandleState, fresh
+from ..._errors import ReplayError, ReplayMiss
+from ..._request import RequestLike, request_hash
+from ..core import protocol
+from ..core.state import HandleState, fresh
 
 __all__ = ["MissExplainer", "ReplayHandle", "Result"]
 

@@ -23,9 +23,9 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import ReplayError, ReplayMiss, SequenceExhausted
-from ..fixture import EXHAUSTED as _EXHAUSTED
-from ..fixture import Outcome
+from ..._errors import ReplayError, ReplayMiss, SequenceExhausted
+from ...fixture import EXHAUSTED as _EXHAUSTED
+from ...fixture import Outcome
 from .state import UNEXPECTED, HandleState
 
 __all__ = [

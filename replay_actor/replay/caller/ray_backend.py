@@ -61,7 +61,7 @@ from typing import Any, Final
 
 import psutil
 
-from .._errors import (
+from ..._errors import (
     ActorLost,
     FixtureError,
     InvalidArgument,
@@ -69,13 +69,13 @@ from .._errors import (
     ReplayError,
     RequestError,
 )
-from .._request import RequestLike, request_hash
-from ..fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_fixture
-from . import protocol
+from ..._request import RequestLike, request_hash
+from ...fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_fixture
+from ..core import protocol
+from ..core.state import DIED, LATE, NOT_PASSED_ON, NOT_UP, UNEXPECTED, HandleState, detached, fresh
+from ..io.procs import ProcessHandle
 from .acquisition import ExplainerFactory, check_timeout
 from .base import MissExplainer, ReplayHandle, Result
-from .procs import ProcessHandle
-from .state import DIED, LATE, NOT_PASSED_ON, NOT_UP, UNEXPECTED, HandleState, detached, fresh
 from .sync import failed
 
 __all__ = ["CursorActor", "RayReplayProvider", "acquire"]

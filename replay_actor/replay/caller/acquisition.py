@@ -1,6 +1,7 @@
 """``acquire``: spawn one acquisition's cursor actor and return the handle on it.
 
-Runs in: the caller (the acquirer). The actor is forked by the zygote (``zygote.py``).
+Runs in: the caller (the acquirer). The actor is forked by the zygote
+(``forked/zygote.py``, asked by ``zygote_client.py``).
 
 This is the replay layer's ``acquire``: it knows nothing of the fixture's request
 sidecar. A caller in a higher layer that can explain a miss passes ``explainers`` (the
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from .._errors import (
+from ..._errors import (
     ActorLost,
     FixtureError,
     InspectionPathError,
@@ -24,15 +25,16 @@ from .._errors import (
     OwnerNotAlive,
     ReplayError,
 )
-from ..fixture import DEFAULT_CEILINGS, Ceilings
-from . import dial, protocol
+from ...fixture import DEFAULT_CEILINGS, Ceilings
+from ..core import protocol
+from ..core.protocol import ActorConfig
+from ..core.state import NOT_UP
+from ..io.procs import ProcessHandle, identity
+from ..io.wire import Channel, bounded_timeout, set_timeouts
+from . import dial
 from .base import MissExplainer
 from .handle import ReplayProvider
-from .procs import ProcessHandle, identity
-from .protocol import ActorConfig
-from .state import NOT_UP
-from .wire import Channel, bounded_timeout, set_timeouts
-from .zygote import zygote
+from .zygote_client import zygote
 
 __all__ = ["ExplainerFactory", "acquire", "check_timeout"]
 

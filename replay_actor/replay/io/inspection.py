@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from .._errors import InspectionPathError
+from ..._errors import InspectionPathError
 
 __all__ = ["InspectionRecord", "open_inspection_record"]
 

@@ -23,8 +23,8 @@ import socket
 import struct
 from typing import Final
 
-from .._errors import InvalidArgument
-from .protocol import frame, payload_size, split_frames
+from ..._errors import InvalidArgument
+from ..core.protocol import frame, payload_size, split_frames
 
 __all__ = ["MAX_TIMEOUT", "MIN_TIMEOUT", "Channel", "bounded_timeout", "frame", "set_timeouts"]
 

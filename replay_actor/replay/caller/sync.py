@@ -27,11 +27,10 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .._errors import ActorLost, ProviderClosed, ReplayError, RequestError
-from .._request import RequestLike, request_hash
-from . import dial, protocol
-from .pipeline import pipeline
-from .state import (
+from ..._errors import ActorLost, ProviderClosed, ReplayError, RequestError
+from ..._request import RequestLike, request_hash
+from ..core import protocol
+from ..core.state import (
     DIED,
     GONE,
     LATE,
@@ -42,7 +41,9 @@ from .state import (
     detached,
     fresh,
 )
-from .wire import Channel
+from ..io.wire import Channel
+from . import dial
+from .pipeline import pipeline
 
 __all__ = ["SyncLink"]
 

@@ -30,11 +30,11 @@ import threading
 import weakref
 from typing import Final
 
-from .._errors import ReplayError
-from . import protocol
+from ..._errors import ReplayError
+from ..core import protocol
+from ..core.state import DIED, LATE, UNEXPECTED, UNSOLICITED, Failure, HandleState, detached, fresh
+from ..core.state import GONE as _HAS_ENDED
 from .dial import GONE, RETRY, new_socket, resource_error
-from .state import DIED, LATE, UNEXPECTED, UNSOLICITED, Failure, HandleState, detached, fresh
-from .state import GONE as _HAS_ENDED
 
 __all__ = ["AsyncLink", "LoopLinks"]
 

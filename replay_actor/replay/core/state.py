@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .._errors import ActorLost, ProviderClosed, ReplayError
+from ..._errors import ActorLost, ProviderClosed, ReplayError
 
 __all__ = [
     "DIED",

@@ -20,8 +20,8 @@ import socket
 import time
 from typing import Final
 
-from .._errors import ActorLost, ProviderClosed, ReplayError
-from .wire import set_timeouts
+from ..._errors import ActorLost, ProviderClosed, ReplayError
+from ..io.wire import set_timeouts
 
 __all__ = ["GONE", "RETRY", "connect", "new_socket", "resource_error"]
 

@@ -39,16 +39,16 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .._errors import ProviderClosed, ReplayError
-from .._request import RequestLike, request_hash
-from . import protocol
+from ..._errors import ProviderClosed, ReplayError
+from ..._request import RequestLike, request_hash
+from ..core import protocol
+from ..core.state import NOT_PASSED_ON, HandleState, released
+from ..io.procs import ProcessHandle
+from ..io.wire import bounded_timeout
 from .aio import LoopLinks
 from .base import MissExplainer, ReplayHandle, Result
-from .procs import ProcessHandle
 from .registry import handles
-from .state import NOT_PASSED_ON, HandleState, released
 from .sync import SyncLink
-from .wire import bounded_timeout
 
 __all__ = ["MissExplainer", "ReplayProvider"]
 

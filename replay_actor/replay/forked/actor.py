@@ -45,13 +45,13 @@ from collections import deque
 from itertools import islice
 from typing import Any, Final, NoReturn
 
-from .._errors import FixtureError, InspectionPathError
-from ..fixture import EXHAUSTED, MISS, Ceilings, Cursors, FixtureSet, Outcome, load_fixture
-from . import protocol
-from .inspection import InspectionRecord, open_inspection_record
-from .procs import identity, open_pidfd
-from .protocol import ActorConfig
-from .wire import Channel, set_timeouts
+from ..._errors import FixtureError, InspectionPathError
+from ...fixture import EXHAUSTED, MISS, Ceilings, Cursors, FixtureSet, Outcome, load_fixture
+from ..core import protocol
+from ..core.protocol import ActorConfig
+from ..io.inspection import InspectionRecord, open_inspection_record
+from ..io.procs import identity, open_pidfd
+from ..io.wire import Channel, set_timeouts
 
 __all__ = ["Actor", "serve", "serve_forked", "set_process_name", "trim_heap"]
 

@@ -43,10 +43,10 @@ from typing import Final, NoReturn
 
 import msgspec
 
-from .._errors import FixtureError
-from ..fixture import Ceilings, FixtureSet, load_shareable
+from ..._errors import FixtureError
+from ...fixture import Ceilings, FixtureSet, load_shareable
+from ..core.protocol import ActorConfig
 from .actor import serve_forked, set_process_name, trim_heap
-from .protocol import ActorConfig
 
 __all__ = ["EXIT", "IDLE", "HoldSource", "HolderRef", "hold", "start_holder"]
 

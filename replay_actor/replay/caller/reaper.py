@@ -17,7 +17,7 @@ import selectors
 import subprocess
 import threading
 
-from .procs import open_pidfd
+from ..io.procs import open_pidfd
 
 __all__ = ["Reaper", "reaper"]
 

@@ -1,0 +1,13 @@
+"""Plumbing the caller and the forked processes both use.
+
+It may import ``core/``, never ``caller/`` or ``forked/``.
+
+::
+
+    wire.py         both     ``Channel``: moves frames over an AF_UNIX socket
+    procs.py        both     a process held by pidfd, or psutil where there is none
+    inspection.py   both     the owner-only inspection record (the actor writes it; the
+                             caller, the CLI and the explainer read it)
+
+This ``__init__`` imports nothing.
+"""
