@@ -23,6 +23,7 @@ import psutil
 from . import (
     calls,
     concurrency,
+    embeddings,
     explaining,
     frontdoor,
     large,
@@ -131,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         ({"P12", "P12G"}, "the Gemini SDK path (P12g)", lambda: sdk.run_sdk_gemini(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
+        (
+            {"P15"},
+            "embeddings through the front door (P15)",
+            lambda: embeddings.run_embeddings(cfg),
+        ),
         ({"P17"}, "a sealed run's start-up (P17)", lambda: frontdoor.run_sealed_startup(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
         ({"P5D", "P6B", "P8C", "LARGE"}, "large fixtures (P5d, P6b, P8c)", large_section),

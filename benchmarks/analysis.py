@@ -116,6 +116,13 @@ METHOD: Final = """\
   body and returns the front door's answer bytes (asserted equal first). The difference
   is the token check, the body decode and vendor mapping, one `acomplete()` round trip
   to the cursor actor (a third process) and the vendor response.
+- **P15**: `replay-actor serve` of a replay manifest holding one embedding entry (16
+  vectors of 1,536 float32 values); one `openai.OpenAI` client times, interleaved, its
+  `embeddings.create` of the 16 texts (the SDK's default base64, decoded by the SDK) to
+  it and to the bare uvicorn app of P14 returning the front door's answer bytes (the
+  vectors asserted equal first). The difference is the token check and body decode, one
+  `acomplete()` round trip to the cursor actor carrying the 24,576 numbers (their JSON
+  decode, ~2.5 ms, is most of it), the float32 packing (~0.6 ms) and base64.
 - **P17**: `replay-actor run` of a replay manifest on the 100-entry fixture with
   `python -c pass` as COMMAND, timed whole (process start to exit: the acquisition, the
   front door, the child, the summary), sealed in a network namespace against the same
@@ -143,6 +150,12 @@ and the median of per-round ratios in the "what" column.""",
     "P1b": """\
 As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
 idle, a call does (see P1 and "Where a call's time goes").""",
+    "P15": """\
+The floor answers canned bytes; the front door turns the stored vectors into them per
+request. Most of the difference is the entry's 24,576 numbers crossing from the cursor
+actor as JSON and being decoded (~2.5 ms with msgspec: ~100 ns a number) before the
+float32 packing (~0.6 ms for 16 x 1,536) and base64. Both sides share the SDK's own base64
+decode. On two shared cores the spread is wide: compare the IQRs and the paired ratio.""",
     "P14": """\
 The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
 does, per request, what the floor skips: the token check, a strict decode of the ~18 KB

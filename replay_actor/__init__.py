@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         TooManyActors,
     )
     from ._interface import Provider
+    from ._kinds import CompletionRequest, EmbeddingRequest
     from ._replay import Supervisor, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
@@ -42,8 +43,10 @@ if TYPE_CHECKING:
         anthropic_client,
         async_anthropic_client,
         async_gemini_client,
+        async_ollama_client,
         async_openai_client,
         gemini_client,
+        ollama_client,
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
@@ -72,6 +75,8 @@ _LOCATIONS: dict[str, str] = {
     "SequenceExhausted": "_errors",
     "TooManyActors": "_errors",
     "Provider": "_interface",
+    "CompletionRequest": "_kinds",
+    "EmbeddingRequest": "_kinds",
     "Message": "_request",
     "Request": "_request",
     "Tool": "_request",
@@ -93,6 +98,8 @@ _LOCATIONS: dict[str, str] = {
     "async_openai_client": "integrations.sdk",
     "gemini_client": "integrations.sdk",
     "openai_client": "integrations.sdk",
+    "ollama_client": "integrations.sdk",
+    "async_ollama_client": "integrations.sdk",
     "AsyncProviderTransport": "integrations.transport",
     "ProviderTransport": "integrations.transport",
 }
@@ -102,6 +109,8 @@ __all__ = [
     "Adapter",
     "AsyncProviderTransport",
     "Ceilings",
+    "CompletionRequest",
+    "EmbeddingRequest",
     "FixtureError",
     "FixtureSet",
     "InspectionPathError",
@@ -131,11 +140,13 @@ __all__ = [
     "anthropic_client",
     "async_anthropic_client",
     "async_gemini_client",
+    "async_ollama_client",
     "async_openai_client",
     "canonical_json",
     "entry_line",
     "gemini_client",
     "load_fixture",
+    "ollama_client",
     "open_provider",
     "openai_client",
     "request_hash",

@@ -566,6 +566,7 @@ LIVE: Final = LiveEndpoint(
     path="/v1/messages",
     key_header="x-api-key",
     options=(EndpointOption("anthropic_version", "2023-06-01", header="anthropic-version"),),
+    kinds=(("count_tokens", "anthropic-count-tokens"),),
 )
 
 

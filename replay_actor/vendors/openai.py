@@ -427,6 +427,11 @@ LIVE: Final = LiveEndpoint(
     path="/chat/completions",
     key_header="Authorization",
     key_prefix="Bearer ",
+    kinds=(
+        ("embedding", "openai-embeddings"),
+        ("completion", "openai-completions"),
+        ("count_tokens", "openai-input-tokens"),
+    ),
 )
 
 
