@@ -291,3 +291,66 @@ def test_inspect_batch_recorded_through_a_loopback_vendor_then_replayed_twice(
         assert summary(done.stderr).startswith("replay-actor: 3 served, 0 missed")
         assert replayed == recorded
     assert len(chat.received) == 3  # nothing live while replaying
+
+
+def test_embedding_lines_are_answered_like_embeddings_create(tmp_path: Path) -> None:
+    fixture = tmp_path / "embed.jsonl"
+    texts = ["the cat", "the dog"]
+    digest = request_hash({"kind": "embedding", "model": "text-embedding-3-small", "texts": texts})
+    fixture.write_bytes(entry_line(digest, response={"embeddings": [[0.5], [0.25]]}) + b"\n")
+    manifest = {"provider": {"kind": "replay", "fixture": str(fixture)}}
+    body: Any = {"model": "text-embedding-3-small", "input": texts, "encoding_format": "float"}
+    line = {"custom_id": "e", "method": "POST", "url": "/v1/embeddings", "body": body}
+    with openai_client(manifest) as client:
+        uploaded = client.files.create(file=("in.jsonl", _jsonl([line])), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h"
+        )
+        assert batch.output_file_id is not None and batch.error_file_id is None
+        (row,) = _rows(client.files.content(batch.output_file_id).text)
+        alone = client.embeddings.create(**body)
+    vectors = [item["embedding"] for item in row["response"]["body"]["data"]]
+    assert vectors == [e.embedding for e in alone.data] == [[0.5], [0.25]]
+
+
+SECRET = "sk-planted-0123456789abcdef"
+
+
+def test_private_mode_batches_carry_no_hash_and_no_rejected_bytes(tmp_path: Path) -> None:
+    manifest = _fixture(tmp_path)
+    manifest["provider"]["data"] = "private"
+    secret_line = _chat_line("s", [{"role": "user", "content": SECRET}])
+    with openai_client(manifest) as client:
+        _batch, out, err = _openai_batch(client, [_chat_line("a", HI), secret_line])
+        missed = request_hash({"messages": [{"role": "user", "content": SECRET}]})
+        assert missed.removeprefix("sha256:")[:16] not in err
+        assert SECRET not in err and SECRET not in out
+        (failed,) = _rows(err)
+        assert failed["error"]["message"] == "no replay fixture matches this request"
+        # A line that is not JSON, holding the secret: the failed batch never repeats it.
+        uploaded = client.files.create(
+            file=("in.jsonl", b'{"custom_id": "' + SECRET.encode() + b'" not json\n'),
+            purpose="batch",
+        )
+        rejected = client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        assert rejected.status == "failed" and SECRET not in rejected.model_dump_json()
+    with anthropic_client(manifest) as ant:
+        created = ant.messages.batches.create(
+            requests=[
+                {
+                    "custom_id": "s",
+                    "params": {
+                        "model": "m",
+                        "max_tokens": 20,
+                        "messages": [{"role": "user", "content": SECRET}],
+                    },
+                }
+            ]
+        )
+        (result,) = ant.messages.batches.results(created.id)
+        # replay_miss is not one of the SDK's error literals: dump without its warning.
+        dumped = result.model_dump_json(warnings=False)
+        assert result.result.type == "errored" and SECRET not in dumped
+        assert "sha256" not in dumped
