@@ -354,3 +354,26 @@ def test_private_mode_batches_carry_no_hash_and_no_rejected_bytes(tmp_path: Path
         dumped = result.model_dump_json(warnings=False)
         assert result.result.type == "errored" and SECRET not in dumped
         assert "sha256" not in dumped
+
+
+def test_every_line_and_a_failed_batch_count_in_the_run_summary(tmp_path: Path) -> None:
+    import httpx2
+
+    from replay_actor import open_provider
+    from replay_actor.integrations._outcomes import Outcomes
+    from replay_actor.integrations.transport import ProviderTransport
+
+    outcomes = Outcomes()
+    provider = open_provider(_fixture(tmp_path))
+    transport = ProviderTransport(provider, "openai", outcomes=outcomes)
+    with openai.OpenAI(api_key="k", http_client=httpx2.Client(transport=transport)) as client:
+        _openai_batch(client, LINES)
+        assert (outcomes["served"], outcomes["missed"], outcomes["invalid"]) == (2, 1, 0)
+        bad = client.files.create(file=("in.jsonl", b"not json\n"), purpose="batch")
+        client.batches.create(
+            input_file_id=bad.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        assert outcomes["invalid"] == 1
+        with pytest.raises(openai.NotFoundError):
+            client.batches.retrieve("batch_nowhere")
+        assert outcomes["invalid"] == 2

@@ -353,9 +353,17 @@ class _Serving:
         #: Counts each answer's kind when given (the front door's summary).
         self.outcomes = outcomes
 
-    def _count(self, kind: Kind) -> None:
+    def _count(self, kind: Kind, times: int = 1) -> None:
         if self.outcomes is not None:
-            self.outcomes.add(kind)
+            for _ in range(times):
+                self.outcomes.add(kind)
+
+    def _bookkept(self, answer: Answer) -> Answer:
+        """A batch endpoint's own answer (an upload, a retrieval): a refusal counts as an
+        invalid call, like a request refused before the provider."""
+        if answer.status >= 400:
+            self._count("invalid")
+        return answer
 
     def _counted(self, answer: Answer) -> Answer:
         # The provider answered; the vendor's shape may still fail to express it.
@@ -380,7 +388,8 @@ class Serving(_Serving):
         work = self._exchange.batch(method, path, body, headers)
         if work is not None:
             if isinstance(work, Answer):
-                return work
+                return self._bookkept(work)
+            self._count("invalid", work.refused)
             return work.finish([self._ask(line) for line in work.lines])
         return self._ask(self._exchange.prepare(method, path, body, headers))
 
@@ -410,7 +419,8 @@ class AsyncServing(_Serving):
         work = self._exchange.batch(method, path, body, headers)
         if work is not None:
             if isinstance(work, Answer):
-                return work
+                return self._bookkept(work)
+            self._count("invalid", work.refused)
             # Line by line, in order: a sequence's elements go to the lines as they
             # would to the same calls sent one after another.
             return work.finish([await self._ask(line) for line in work.lines])

@@ -22,6 +22,10 @@ class BatchWork(NamedTuple):
 
     lines: list[Any]
     finish: Callable[[list[Answer]], Answer]
+    #: Failures already decided, counted as ``invalid`` in the summary (a batch whose
+    #: input file failed validation answers 200 with ``status: "failed"``, and must not
+    #: pass quietly under ``run``).
+    refused: int = 0
 
 
 class Router(Protocol):

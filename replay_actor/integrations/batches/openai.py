@@ -221,7 +221,8 @@ class OpenAIBatches:
             batch.update(status="failed", failed_at=now)
             batch["errors"] = {"object": "list", "data": errors}
             self._store.put_batch(batch)
-            return json_answer(batch)
+            failed = json_answer(batch)
+            return BatchWork([], lambda _answers: failed, refused=len(errors))
         calls: list[Any] = []
         for line in lines:
             if line["body"].get("stream"):
