@@ -211,3 +211,27 @@ def test_the_headers_only_a_vendors_sdk_sends_choose_its_envelope() -> None:
     assert looks_like("/v1/models/gemini-x", {"x-goog-api-key"}) == "gemini"
     assert looks_like("/v1/models", {"anthropic-version", "x-api-key"}) == "anthropic"
     assert looks_like("/v1/messages", {"x-goog-api-key"}) == "anthropic"  # the path first
+
+
+def test_azure_deployment_routes_in_process_chat_and_embeddings(tmp_path: Path) -> None:
+    from replay_actor import open_provider, request_hash
+    from replay_actor.integrations.transport import ProviderTransport
+
+    texts = ["a cat"]
+    embedding = {"kind": "embedding", "model": "my-embedder", "texts": texts}
+    fixture = write_fixture(
+        tmp_path / "azure.jsonl",
+        {neutral_hash(HI): {"content": "hello"}, request_hash(embedding): {"embeddings": [[0.5]]}},
+    )
+    provider = open_provider({"provider": {"kind": "replay", "fixture": str(fixture)}})
+    transport = ProviderTransport(provider, "openai")
+    with openai.AzureOpenAI(
+        azure_endpoint="https://example-resource.openai.azure.com",
+        api_key="k",
+        api_version="2024-10-21",
+        http_client=httpx2.Client(transport=transport),
+    ) as azure:
+        made = azure.chat.completions.create(model="chat-deployment", messages=HI)  # type: ignore[arg-type]
+        vectors = azure.embeddings.create(model="my-embedder", input=texts, encoding_format="float")
+    assert made.choices[0].message.content == "hello"
+    assert [e.embedding for e in vectors.data] == [[0.5]]
