@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from . import (
+    attribution,
     calls,
     concurrency,
     embeddings,
@@ -90,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         default="",
         help=(
-            "comma-separated sections: P1 ... P14, P17, P12r, P12g, E1 (or EXPLAIN), "
-            "P5d/P6b/P8c (or LARGE)"
+            "comma-separated sections: P1 ... P14, P16, P17, P12r, P12g, E1 (or EXPLAIN), "
+            "P5d/P6b/P8c (or LARGE), P1L/P12L/P14L (or LOGGING)"
         ),
     )
     args = parser.parse_args(argv)
@@ -138,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
             lambda: embeddings.run_embeddings(cfg),
         ),
         ({"P17"}, "a sealed run's start-up (P17)", lambda: frontdoor.run_sealed_startup(cfg)),
+        ({"P16", "P16M"}, "compare two run logs (P16)", lambda: attribution.run_compare(cfg)),
+        (
+            {"P1L", "P12L", "P14L", "LOGGING"},
+            "the run log's overhead (P1L, P12L, P14L)",
+            lambda: attribution.run_logging(cfg),
+        ),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
         ({"P5D", "P6B", "P8C", "LARGE"}, "large fixtures (P5d, P6b, P8c)", large_section),
     ]

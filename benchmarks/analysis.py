@@ -123,6 +123,13 @@ METHOD: Final = """\
   vectors asserted equal first). The difference is the token check and body decode, one
   `acomplete()` round trip to the cursor actor carrying the 24,576 numbers (their JSON
   decode, ~2.5 ms, is most of it), the float32 packing (~0.6 ms) and base64.
+- **P16**: `python -m replay_actor compare BASE CAND --json` timed whole (process start
+  to exit) on two generated logs of 50,000 calls each (10,000 scoped samples of five
+  calls, every 20th diverging in the candidate), with their request sidecars; its own
+  peak RSS from `wait4` (P16m) against the two log files' size.
+- **P1L, P12L, P14L**: P1's `complete()`, P12's `openai_client` call and P14's POST to
+  `serve`, each twice, interleaved: without a run log and with one (the manifest's
+  `log` key; `serve --log`). The ratio is what logging costs per call.
 - **P17**: `replay-actor run` of a replay manifest on the 100-entry fixture with
   `python -c pass` as COMMAND, timed whole (process start to exit: the acquisition, the
   front door, the child, the summary), sealed in a network namespace against the same
@@ -137,6 +144,19 @@ METHOD: Final = """\
 """
 
 ANALYSIS: Final[dict[str, str]] = {
+    "P1L": """\
+The run log writes each line synchronously: one `write` of the whole line to an
+`O_APPEND` file before `complete()` returns, so a run killed at any moment (SIGKILL
+included) keeps the line of every call that returned (docs/attribution.md). That
+`write` is the overhead: about 3.5 us in isolation, about 8 us between two actor round
+trips on this shared 2-core machine (the same on tmpfs, so not the file system), against
+a ~50 us call; the rest (the hash handed to the handle instead of computed twice, the
+fixture line from the caller's index, the line's encoding) is ~1 us. Meeting 5 % would
+take writing the line off the call's path (a writer thread), which gives up the
+guarantee that a killed run keeps every returned call's line; it was not done.""",
+    "P14L": """\
+As P1L: the front door's `acomplete()` adds one synchronous `write` of the line per
+request, a few microseconds on a ~1 ms request.""",
     "P1": """\
 `complete()` is `request_hash` in the caller plus one round trip to the actor over an
 AF_UNIX stream socket. The floor's two parts are each timed back to back; a call is not:

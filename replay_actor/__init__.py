@@ -7,6 +7,26 @@ Names are resolved on first use (PEP 562 ``__getattr__``): the zygote imports
 ``replay_actor.replay.forked.zygote``, which runs this file first, and must not pay for
 the live adapter, the manifest parser or asyncio, which it never uses. ``from
 replay_actor import X`` and type checkers see no difference.
+
+The package (docs/architecture.md, "Map of the package", says more)::
+
+    _version.py      the version             _errors.py       the exception tree
+    _request.py      the neutral request     _response.py     the neutral response
+    _canonical.py    RFC 8785 JSON           _memo.py         results by a value's image
+    _interface.py    ``Provider``            _strict_json.py  strict JSON text
+    _replay.py       acquire, Supervisor     manifest.py      ``open_provider``
+    pydantic_ai.py   ``ReplayModel``         ray.py           the Ray backend's acquire
+    __main__.py      ``python -m replay_actor``
+    fixture/         the file format and the table
+    files/           durable writes and the request sidecar
+    replay/          the cursor actor and the handles on it, folders by process
+    record/          record mode
+    adapters/        live adapters
+    vendors/         every vendor wire shape, one registry
+    authoring/       tools around a fixture
+    integrations/    SDKs, transports, frameworks
+    frontdoor/       every vendor API over local HTTP
+    cli/             the ``replay-actor`` command
 """
 
 from __future__ import annotations

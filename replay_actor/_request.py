@@ -21,6 +21,7 @@ encode is already JCS.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -39,6 +40,7 @@ from ._memo import Memo
 from ._response import Reasoning
 
 __all__ = [
+    "HASHED",
     "AnyRequest",
     "Message",
     "Request",
@@ -371,8 +373,20 @@ def canonical_request_and_reasoning(request: RequestLike) -> tuple[bytes, Carrie
     return b"".join([head[:-1], *members]), carried
 
 
+#: ``(request, its hash)`` while a wrapper that has just hashed ``request`` hands it on
+#: (the run log's provider, attribution/provider.py): the provider it wraps then reads
+#: the hash instead of computing it again. Context-local, so another thread or asyncio
+#: task never sees it, and matched by identity within that one hand-over only.
+HASHED: Final[contextvars.ContextVar[tuple[object, str] | None]] = contextvars.ContextVar(
+    "replay_actor_hashed", default=None
+)
+
+
 def request_hash(request: RequestLike) -> str:
     """``sha256:`` + hex sha256 of the canonical JSON of the normalised request."""
+    handed = HASHED.get()
+    if handed is not None and handed[0] is request:
+        return handed[1]
     head, members = _canonical_parts(request)
     digest = hashlib.sha256(memoryview(head)[:-1])
     digest.update(b"".join(members))

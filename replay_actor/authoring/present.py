@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from .nearest import ABSENT, TOO_DEEP, Nearest
 
-__all__ = ["explain_json", "explain_text"]
+__all__ = ["explain_json", "explain_text", "show_value"]
 
 _SHOWN: Final = 72
 _TOO_DEEP_TEXT: Final = "(a value nested too deeply to show)"
@@ -57,6 +57,11 @@ def _show(value: Any, other: Any) -> str:
         tail = "…" if start + 48 < len(value) else ""
         return f'"{head}{piece}{tail}" ({len(value)} chars)'
     return text[: _SHOWN - 1] + "…"
+
+
+#: A value as compact JSON, shortened around where it differs from another (``compare``
+#: shows its differing paths the same way).
+show_value: Final = _show
 
 
 def _difference_line(recorded: Any, requested: Any) -> str:

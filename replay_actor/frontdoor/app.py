@@ -28,7 +28,13 @@ from typing import Any, Final
 
 from ..integrations.serving import Answer, AsyncServing, Exchange
 
-__all__ = ["MAX_BODY_BYTES", "FrontDoorApp"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "FrontDoorApp",
+    "Receive",
+    "Scope",
+    "Send",
+]
 
 #: The largest request body accepted (413 above it): 32 MiB, twice the fixture's
 #: default line ceiling, so any request a fixture can hold fits with room for the
@@ -73,7 +79,7 @@ class FrontDoorApp:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         path: str = scope["path"]
         if not self._authorised(headers):
-            self._count_invalid()
+            self._serving.refused("invalid", path)
             await _send(
                 send,
                 self._envelopes.refusal(
@@ -89,7 +95,7 @@ class FrontDoorApp:
         try:
             body = await self._body(headers, receive)
         except _TooLarge:
-            self._count_invalid()
+            self._serving.refused("invalid", path)
             await _send(
                 send,
                 self._envelopes.refusal(
@@ -116,10 +122,6 @@ class FrontDoorApp:
                 headers,
             )
         await _send(send, answer)
-
-    def _count_invalid(self) -> None:
-        if self._serving.outcomes is not None:
-            self._serving.outcomes.add("invalid")
 
     def _authorised(self, headers: list[tuple[bytes, bytes]]) -> bool:
         # Every candidate is compared (in constant time), so the time taken says nothing

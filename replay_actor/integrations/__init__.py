@@ -10,4 +10,16 @@ lazily, at its own import (the core never needs it), and takes any provider from
 ``open_provider``, so replay, live and record all reach it unchanged. Frameworks find
 theirs through their own entry points (``inspect_ai``, ``pytest11``) or an explicit
 import (``replay_actor.pydantic_ai``).
+
+::
+
+    serving.py          one HTTP exchange (``Exchange``): the public home of serving
+    transport.py        httpx2 transports answered by a provider
+    httpx_transport.py  the same for frameworks on httpx
+    sdk.py              the vendors' SDK clients, answered from a manifest
+    inspect_ai.py       Inspect AI's ``replay`` model provider
+    pydantic_ai.py      ``ReplayModel``, a pydantic-ai ``Model``
+    pytest_plugin.py    the pytest fixtures, marker and ``--replay-mode``
+    _private.py         private mode's "raise afresh, no locals", for every integration
+    _outcomes.py        what a serving answered, counted by kind (``run``'s summary)
 """

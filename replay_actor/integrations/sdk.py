@@ -45,6 +45,7 @@ __all__ = [
     "gemini_client",
     "ollama_client",
     "openai_client",
+    "PLACEHOLDER_KEY",
 ]
 
 #: Sent as the SDK's key when the caller gives none; nothing checks it.

@@ -42,7 +42,7 @@ front door's raw ASGI header pairs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
@@ -58,6 +58,7 @@ from .._errors import (
 )
 from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
+from ..attribution.provider import LoggedProvider
 from ..vendors import REGISTRY, Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
 from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error, error_answer
@@ -76,6 +77,7 @@ __all__ = [
     "AsyncServing",
     "Call",
     "Exchange",
+    "FailureHook",
     "Headers",
     "Serving",
     "error_answer",
@@ -94,6 +96,10 @@ _encode: Final = msgspec.json.encode
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
+
+
+#: ``on_failure(request, exc)``: the neutral request a provider call failed for, and why.
+FailureHook = Callable[[dict[str, Any], BaseException], None]
 
 
 def _failure(vendor: Vendor, exc: BaseException) -> Answer:
@@ -346,24 +352,47 @@ class _Serving:
         *,
         release_on_close: bool = True,
         outcomes: Outcomes | None = None,
+        on_failure: FailureHook | None = None,
     ) -> None:
         self._exchange = Exchange(api)
+        #: Told of each call the provider failed (the front door's miss reporter); it
+        #: must not raise.
+        self._on_failure = on_failure
         self._provider = provider
+        # A provider with a run log (docs/attribution.md) is told where each call came
+        # from, and the requests refused before any call are logged here.
+        self._logged = provider if isinstance(provider, LoggedProvider) else None
         self._release_on_close = release_on_close
         #: Counts each answer's kind when given (the front door's summary).
         self.outcomes = outcomes
 
-    def _count(self, kind: Kind, times: int = 1) -> None:
+    def _count(self, kind: Kind) -> None:
         if self.outcomes is not None:
-            for _ in range(times):
-                self.outcomes.add(kind)
+            self.outcomes.add(kind)
 
-    def _bookkept(self, answer: Answer) -> Answer:
+    def _bookkept(self, answer: Answer, path: str) -> Answer:
         """A batch endpoint's own answer (an upload, a retrieval): a refusal counts as an
         invalid call, like a request refused before the provider."""
         if answer.status >= 400:
-            self._count("invalid")
+            self.refused("invalid", path)
         return answer
+
+    def _batch_refused(self, work: BatchWork, path: str) -> None:
+        for _ in range(work.refused):
+            self.refused("invalid", path)
+
+    def _failed(self, call: Call, exc: Exception) -> Answer:
+        self._count(outcome_of(exc))
+        if self._on_failure is not None:
+            self._on_failure(call.request, exc)
+        return call.fail(exc)
+
+    def refused(self, kind: Kind, where: str | None = None) -> None:
+        """Count (and log) a request answered before any provider call: ``invalid``
+        (``where``: its path) or ``blocked`` (``where``: the host it was meant for)."""
+        self._count(kind)
+        if self._logged is not None:
+            self._logged.log.refused(kind, where)
 
     def _counted(self, answer: Answer) -> Answer:
         # The provider answered; the vendor's shape may still fail to express it.
@@ -388,20 +417,23 @@ class Serving(_Serving):
         work = self._exchange.batch(method, path, body, headers)
         if work is not None:
             if isinstance(work, Answer):
-                return self._bookkept(work)
-            self._count("invalid", work.refused)
-            return work.finish([self._ask(line) for line in work.lines])
-        return self._ask(self._exchange.prepare(method, path, body, headers))
+                return self._bookkept(work, path)
+            self._batch_refused(work, path)
+            return work.finish([self._ask(line, path) for line in work.lines])
+        return self._ask(self._exchange.prepare(method, path, body, headers), path)
 
-    def _ask(self, prepared: Call | Answer) -> Answer:
+    def _ask(self, prepared: Call | Answer, path: str) -> Answer:
         if isinstance(prepared, Answer):
-            self._count("invalid")
+            self.refused("invalid", path)
             return prepared
         try:
-            response = self._provider.complete(prepared.request)
+            if self._logged is not None:
+                via = (prepared.vendor.name, path)
+                response = self._logged.complete_via(prepared.request, via)
+            else:
+                response = self._provider.complete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     def close(self) -> None:
@@ -419,22 +451,25 @@ class AsyncServing(_Serving):
         work = self._exchange.batch(method, path, body, headers)
         if work is not None:
             if isinstance(work, Answer):
-                return self._bookkept(work)
-            self._count("invalid", work.refused)
+                return self._bookkept(work, path)
+            self._batch_refused(work, path)
             # Line by line, in order: a sequence's elements go to the lines as they
             # would to the same calls sent one after another.
-            return work.finish([await self._ask(line) for line in work.lines])
-        return await self._ask(self._exchange.prepare(method, path, body, headers))
+            return work.finish([await self._ask(line, path) for line in work.lines])
+        return await self._ask(self._exchange.prepare(method, path, body, headers), path)
 
-    async def _ask(self, prepared: Call | Answer) -> Answer:
+    async def _ask(self, prepared: Call | Answer, path: str) -> Answer:
         if isinstance(prepared, Answer):
-            self._count("invalid")
+            self.refused("invalid", path)
             return prepared
         try:
-            response = await self._provider.acomplete(prepared.request)
+            if self._logged is not None:
+                via = (prepared.vendor.name, path)
+                response = await self._logged.acomplete_via(prepared.request, via)
+            else:
+                response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     async def aclose(self) -> None:

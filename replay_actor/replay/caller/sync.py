@@ -45,7 +45,10 @@ from ..io.wire import Channel
 from . import dial
 from .pipeline import pipeline
 
-__all__ = ["SyncLink"]
+__all__ = [
+    "SyncLink",
+    "failed",
+]
 
 Result = dict[str, Any] | ReplayError
 _GOODBYE: Final = protocol.GOODBYE
