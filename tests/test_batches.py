@@ -377,3 +377,20 @@ def test_every_line_and_a_failed_batch_count_in_the_run_summary(tmp_path: Path) 
         with pytest.raises(openai.NotFoundError):
             client.batches.retrieve("batch_nowhere")
         assert outcomes["invalid"] == 2
+
+
+def test_each_line_is_one_call_in_the_run_log(tmp_path: Path) -> None:
+    manifest = _fixture(tmp_path)
+    manifest["provider"]["log"] = str(tmp_path / "run.log")
+    with openai_client(manifest) as client:
+        _openai_batch(client, LINES)
+    with anthropic_client(manifest) as ant:
+        ant.messages.batches.create(requests=REQUESTS)
+    logged = [json.loads(line) for line in (tmp_path / "run.log").read_text().splitlines()]
+    assert [(line["outcome"], line["vendor"], line["path"]) for line in logged] == [
+        ("served", "openai", "/v1/chat/completions"),
+        ("miss", "openai", "/v1/chat/completions"),
+        ("served", "openai", "/v1/chat/completions"),
+        ("served", "anthropic", "/v1/messages"),
+        ("miss", "anthropic", "/v1/messages"),
+    ]

@@ -419,7 +419,8 @@ class Serving(_Serving):
             if isinstance(work, Answer):
                 return self._bookkept(work, path)
             self._batch_refused(work, path)
-            return work.finish([self._ask(line, path) for line in work.lines])
+            lines = work.path or path
+            return work.finish([self._ask(line, lines) for line in work.lines])
         return self._ask(self._exchange.prepare(method, path, body, headers), path)
 
     def _ask(self, prepared: Call | Answer, path: str) -> Answer:
@@ -455,7 +456,8 @@ class AsyncServing(_Serving):
             self._batch_refused(work, path)
             # Line by line, in order: a sequence's elements go to the lines as they
             # would to the same calls sent one after another.
-            return work.finish([await self._ask(line, path) for line in work.lines])
+            lines = work.path or path
+            return work.finish([await self._ask(line, lines) for line in work.lines])
         return await self._ask(self._exchange.prepare(method, path, body, headers), path)
 
     async def _ask(self, prepared: Call | Answer, path: str) -> Answer:

@@ -26,6 +26,9 @@ class BatchWork(NamedTuple):
     #: input file failed validation answers 200 with ``status: "failed"``, and must not
     #: pass quietly under ``run``).
     refused: int = 0
+    #: The endpoint the lines are read as posted to (``/v1/chat/completions``): the
+    #: path a run log gives each line's call.
+    path: str = ""
 
 
 class Router(Protocol):

@@ -122,7 +122,7 @@ class AnthropicBatches:
         def finish(answers: list[Answer]) -> Answer:
             return self._finish(ids, answers, host)
 
-        return BatchWork(calls, finish)
+        return BatchWork(calls, finish, path="/v1/messages")
 
     def _finish(self, ids: list[str], answers: list[Answer], host: str) -> Answer:
         lines, succeeded = [], 0

@@ -234,7 +234,7 @@ class OpenAIBatches:
         def finish(answers: list[Answer]) -> Answer:
             return self._finish(batch, lines, answers)
 
-        return BatchWork(calls, finish)
+        return BatchWork(calls, finish, path=endpoint)
 
     def _finish(
         self, batch: dict[str, Any], lines: list[dict[str, Any]], answers: list[Answer]
