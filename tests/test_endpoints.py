@@ -440,7 +440,7 @@ def test_every_new_path_routes_to_its_shape() -> None:
         "/api/embed": "ollama-embed",
     }
     for path, name in routes.items():
-        routed = exchange._route("POST", path)
+        routed = exchange._route("POST", path, None)
         assert getattr(routed, "name", None) == name, path
     for unserved in ("/api/embeddings", "/v1/images/generations", "/api/tags"):
         got = exchange.prepare("POST", unserved, b"{}")

@@ -71,6 +71,10 @@ class Vendor(Protocol):
         """``POST`` paths this API answers, matched with ``search`` against the URL path."""
         ...
 
+    # Optional: ``paths``, a tuple of what a user reads for the routes
+    # ("POST /v1/chat/completions"), listed by a 404 (serving.py reads it with getattr,
+    # so a shape without it still serves; its 404 then names the API instead).
+
     @property
     def live(self) -> LiveEndpoint:
         """Where its live adapter sends a request (base URL, path, how the key travels,

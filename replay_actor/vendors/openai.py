@@ -440,6 +440,7 @@ class OpenAIChat:
 
     name: Final = "openai"
     routes: Final = (re.compile(r"/chat/completions/?$"),)
+    paths: Final = ("POST /v1/chat/completions",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
