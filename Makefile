@@ -43,7 +43,7 @@ pytest: $(STAMP) node-deps ## pytest only
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
 # @ai-sdk/openai) packages from Node (tests/test_frontdoor_node.py); where node is
 # missing those tests skip.
-NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai
+NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
 	@if command -v node >/dev/null 2>&1; then \
 		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \

@@ -2,7 +2,8 @@
 
 The targets and the last full run's results are in docs/benchmarks.md.
 
-Every target is a ratio taken within one run: ours and its reference are measured
+Every target is a ratio taken within one run (the noisiest, ``--runs`` times: the
+median run is shown with the lowest and highest): ours and its reference are measured
 interleaved (rotating order, after a warm-up, several repetitions), so the noise of a
 shared machine lands on both sides. Modules, one concern each:
 
@@ -15,5 +16,8 @@ shared machine lands on both sides. Modules, one concern each:
 - ``lifecycle`` -- P5 acquire -> ready, P7 owner SIGKILL -> actor gone, idle CPU
 - ``loading``   -- P6 fixture load throughput
 - ``concurrency`` -- P9 threads, processes, asyncio tasks; P10 a pipelined batch
+- ``large``     -- P6b, P6c (another layout, its first acquisition), P5d, P8c
+- ``frontdoor`` -- P14 the front door, P17 a sealed run's start-up
+- ``litellm_peer`` -- P18 the front door vs the LiteLLM proxy's in-memory cache
 - ``report``    -- the table, ``results/latest.json``, ``docs/benchmarks.md`` and the plot
 """

@@ -9,6 +9,7 @@ directory instead, so that the published numbers always come from one full run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -24,10 +25,13 @@ from . import (
     attribution,
     calls,
     concurrency,
+    embeddings,
     explaining,
     frontdoor,
+    hotpath,
     large,
     lifecycle,
+    litellm_peer,
     loading,
     raybackend,
     report,
@@ -35,8 +39,8 @@ from . import (
     slowpeer,
     vcr_peer,
 )
-from .procs import actors_alive, stop_resource_tracker, stop_zygote
-from .timing import Config, Row
+from .procs import Hogs, actors_alive, stop_resource_tracker, stop_zygote
+from .timing import Config, Row, over_runs
 from .workload import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,29 +87,112 @@ def _clean_up() -> list[str]:
     return errors
 
 
-def main(argv: list[str] | None = None) -> int:
+#: The profile measured before issue 28's protocol work, drawn beside this run's.
+PROFILE_BEFORE = ROOT / "benchmarks" / "results" / "profile-before.json"
+
+
+def _profile_bars(profile: dict[str, Any] | None) -> dict[str, Any] | None:
+    """This run's profile with the bars to draw: the recorded "before" and this run."""
+    if profile is None:
+        return None
+    bars = {}
+    if PROFILE_BEFORE.exists():
+        before = json.loads(PROFILE_BEFORE.read_text())
+        bars[before["label"]] = hotpath.grouped(before["steps"])
+    bars["this run"] = hotpath.grouped(profile["steps"])
+    return {**profile, "bars": bars}
+
+
+def _publish(
+    full: bool,
+    *,
+    rows: list[Row],
+    extra: dict[str, Any],
+    load_start: tuple[float, float, float],
+    duration: float,
+    errors: list[str],
+    cfg: Config,
+    only: set[str],
+) -> None:
+    """Write the raw results; a full run also rewrites the docs and their plots."""
+    info = report.machine()
+    info["load_average"] = {"start": load_start, "end": os.getloadavg()}
+    payload = {
+        "machine": info,
+        "quick": cfg.quick,
+        "only": sorted(only),
+        "duration_s": duration,
+        "errors": errors,
+        **extra,
+    }
+    target = RESULTS if full else cache_dir() / "partial.json"
+    report.write_json(target, payload, rows)
+    print(f"raw results: {target}")
+    if full:
+        report.write_docs(
+            DOCS,
+            PLOT,
+            rows=rows,
+            calls=extra.get("calls"),
+            vcr_points=extra.get("vcr"),
+            info=info,
+            duration=duration,
+            profile=_profile_bars(extra.get("profile")),
+        )
+        print(f"rewrote {DOCS.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
     parser.add_argument(
         "--only",
         default="",
         help=(
-            "comma-separated sections: P1 ... P14, P16, P17, P12r, P12g, E1 (or EXPLAIN), "
-            "P5d/P6b/P8c (or LARGE), P1L/P12L/P14L (or LOGGING)"
+            "comma-separated sections: P1 ... P18, P12r, P12g, E1 (or EXPLAIN), "
+            "P6b/P6c, P5d/P8c (or LARGE), P1L/P12L/P14L (or LOGGING)"
         ),
     )
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--hog",
+        action="store_true",
+        help=(
+            "run with one busy-looping process per core for the whole run (no idle core;"
+            " the published numbers come from a run without)"
+        ),
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=5,
+        help=(
+            "how many times to run the sections of the targets whose ratio a single run"
+            " cannot be trusted for (P1, P1b, P4, P6b, P6c, P9, P18); each row shows the"
+            " median run, with the lowest and highest ratio (default 5)"
+        ),
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    hogs = Hogs(os.cpu_count() or 1) if args.hog else None
     cfg = Config(quick=args.quick)
     only = {s.strip().upper() for s in args.only.split(",") if s.strip()}
     started = time.perf_counter()
     load_start = os.getloadavg()
     rows: list[Row] = []
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"hog": len(hogs.procs) if hogs is not None else 0}
     errors: list[str] = []
 
     def calls_section() -> list[Row]:
         found, extra["calls"] = calls.run_calls(cfg)
         return found
+
+    def profile_section() -> list[Row]:
+        steps = hotpath.profile()
+        extra["profile"] = {"steps": steps, "groups": hotpath.GROUPS}
+        return []
 
     def vcr_section() -> list[Row]:
         found, extra["vcr"] = vcr_peer.run_vcr(cfg)
@@ -117,14 +204,27 @@ def main(argv: list[str] | None = None) -> int:
         found, extra["large"] = large.run_large(cfg, plot)
         return found
 
+    def repeated(produce: Callable[[], list[Row]]) -> Callable[[], list[Row]]:
+        return lambda: over_runs(produce, max(1, args.runs))
+
     sections: list[tuple[set[str], str, Callable[[], list[Row]]]] = [
-        ({"P1", "P1B", "P2", "P8"}, "per-call cost and memory (P1, P1b, P2, P8)", calls_section),
-        ({"P4"}, "request hashing (P4)", lambda: calls.run_hashing(cfg)),
+        (
+            {"P1", "P1B", "P2", "P8"},
+            "per-call cost and memory (P1, P1b, P2, P8)",
+            repeated(calls_section),
+        ),
+        ({"PROFILE"}, "where a call's time goes (profile)", profile_section),
+        ({"P4"}, "request hashing (P4)", repeated(lambda: calls.run_hashing(cfg))),
+        (
+            {"P6B", "P6C"},
+            "fixture load of another layout, and its first acquisition (P6b, P6c)",
+            repeated(lambda: [large.run_p6b(cfg), large.run_first_acquisition(cfg)]),
+        ),
         ({"P3"}, "VCR.py playback (P3)", vcr_section),
         ({"P5"}, "acquire -> ready (P5)", lambda: lifecycle.run_acquire(cfg)),
         ({"P7"}, "owner death and idle CPU (P7)", lambda: lifecycle.run_owner_death(cfg)),
         ({"P6"}, "fixture load (P6)", lambda: loading.run_loading(cfg)),
-        ({"P9"}, "concurrency (P9)", lambda: concurrency.run_concurrency(cfg)),
+        ({"P9"}, "concurrency (P9)", repeated(lambda: concurrency.run_concurrency(cfg))),
         ({"P10"}, "pipelined batch (P10)", lambda: concurrency.run_pipeline(cfg)),
         ({"P11"}, "a slow peer (P11)", lambda: slowpeer.run_slow_peer(cfg)),
         ({"P12"}, "the SDK path (P12)", lambda: sdk.run_sdk(cfg)),
@@ -132,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
         ({"P12", "P12G"}, "the Gemini SDK path (P12g)", lambda: sdk.run_sdk_gemini(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
+        (
+            {"P15"},
+            "embeddings through the front door (P15)",
+            lambda: embeddings.run_embeddings(cfg),
+        ),
         ({"P17"}, "a sealed run's start-up (P17)", lambda: frontdoor.run_sealed_startup(cfg)),
         ({"P16", "P16M"}, "compare two run logs (P16)", lambda: attribution.run_compare(cfg)),
         (
@@ -139,8 +244,13 @@ def main(argv: list[str] | None = None) -> int:
             "the run log's overhead (P1L, P12L, P14L)",
             lambda: attribution.run_logging(cfg),
         ),
+        (
+            {"P18"},
+            "the front door vs the LiteLLM proxy's cache (P18)",
+            lambda: litellm_peer.run_litellm(cfg, max(1, args.runs)),
+        ),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
-        ({"P5D", "P6B", "P8C", "LARGE"}, "large fixtures (P5d, P6b, P8c)", large_section),
+        ({"P5D", "P8C", "LARGE"}, "large fixtures (P5d, P8c)", large_section),
     ]
     try:
         for ids, title, run in sections:
@@ -156,6 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"   done in {time.perf_counter() - t0:.1f} s", flush=True)
     finally:
         stop_resource_tracker()
+        if hogs is not None:
+            hogs.stop()
     # By number (P12 after P9), then by suffix (P4a before P4b); E rows after P rows.
     rows.sort(key=_order)
     duration = time.perf_counter() - started
@@ -164,31 +276,17 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(report.console_table(rows))
     print(f"\n{'quick ' if cfg.quick else ''}run took {duration:.0f} s")
-    info = report.machine()
-    info["load_average"] = {"start": load_start, "end": os.getloadavg()}
-    payload = {
-        "machine": info,
-        "quick": cfg.quick,
-        "only": sorted(only),
-        "duration_s": duration,
-        "errors": errors,
-        **extra,
-    }
-    full = not cfg.quick and not only and not errors
-    target = RESULTS if full else cache_dir() / "partial.json"
-    report.write_json(target, payload, rows)
-    print(f"raw results: {target}")
-    if full:
-        report.write_docs(
-            DOCS,
-            PLOT,
-            rows=rows,
-            calls=extra.get("calls"),
-            vcr_points=extra.get("vcr"),
-            info=info,
-            duration=duration,
-        )
-        print(f"rewrote {DOCS.relative_to(ROOT)} and {PLOT.relative_to(ROOT)}")
+    full = not cfg.quick and not only and not errors and not args.hog
+    _publish(
+        full,
+        rows=rows,
+        extra=extra,
+        load_start=load_start,
+        duration=duration,
+        errors=errors,
+        cfg=cfg,
+        only=only,
+    )
     for error in errors:
         print(f"error: {error.splitlines()[0]}", file=sys.stderr)
     return 1 if errors else 0

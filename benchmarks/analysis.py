@@ -49,6 +49,17 @@ METHOD: Final = """\
   parameters with every call, so its configuration is remembered (docs/request.md);
   *P4c* (report only) gives every call a configuration never seen before (a tool
   description that differs per call), against the floor over the very same requests.
+  The cyclic collector is off during every batch (as `timeit` does): `rfc8785`
+  allocates far more than the others, and a collection (whose cost depends on the whole
+  process's heap, so on what ran before) landed on its side and made P4b swing between
+  12 and 19 in one afternoon. P4a and P4b are medians of per-round ratios.
+- **Runs**: P1, P1b, P2, P8, P4, P6b, P6c, P9 and P18 are measured in 5 whole runs
+  (`--runs`, each with its own warm-up and rounds); the row shown is the median run's,
+  and the ratio's brackets are the lowest and highest of the runs. The spread says how
+  far a single run of that target can be trusted on this shared machine.
+- **`--hog`**: the same run with one busy-looping process per core for its whole
+  length (no idle core: every wake-up waits for the scheduler instead of a halted
+  vCPU). Such a run writes its results to the cache directory, never to these docs.
 - **P5**: `acquire()` to ready on a 1k-entry fixture (release not timed; the run's first
   acquisition, which starts the zygote, not timed), interleaved with four references,
   each timed from the socketpair until the child's first bytes arrive on our end.
@@ -72,8 +83,18 @@ METHOD: Final = """\
   the second mini-zygote warming the same four through the zygote's own cache (which
   keeps only the small ones). The steps are differences of
   medians.
-- **P5d, P6b, P8c** and the large-fixture plot (docs/benchmarks-large.png):
-  `benchmarks/large.py` (its docstring is the method).
+- **P5d, P6b, P6c, P8c** and the large-fixture plot (docs/benchmarks-large.png):
+  `benchmarks/large.py` (its docstring is the method). *P6c* is issue 28's target for
+  what a user feels of P6b (not in the spec's table): the first acquire -> ready of
+  the P6b file when nothing holds it (a fresh zygote each repetition: the holder is
+  forked, loads, checks and shares the fixture, then forks the actor), against the
+  same raw decode, ≥ 0.35.
+- **P18**: `benchmarks/litellm_peer.py` (its docstring is the method): the same openai
+  SDK `chat.completions.create` of the realistic request to `replay-actor serve` and to
+  the LiteLLM proxy (`litellm --config`, on 127.0.0.1) answering from its in-memory
+  cache; its upstream is stopped after the first call, so every timed call is a hit.
+  Its config sets `cache_params.max_messages: null`: by default LiteLLM neither looks up
+  nor stores a request of more than 4 messages, and the realistic request has 21.
 - **P6**: `load_fixture` of the 100k-line file vs reading the file and
   `msgspec.json.decode` of every line, no validation; reading included on both sides.
 - **P7**: per kill, a fresh owner process and acquisition; pidfds opened on both while
@@ -123,6 +144,13 @@ METHOD: Final = """\
 - **P1L, P12L, P14L**: P1's `complete()`, P12's `openai_client` call and P14's POST to
   `serve`, each twice, interleaved: without a run log and with one (the manifest's
   `log` key; `serve --log`). The ratio is what logging costs per call.
+- **P15**: `replay-actor serve` of a replay manifest holding one embedding entry (16
+  vectors of 1,536 float32 values); one `openai.OpenAI` client times, interleaved, its
+  `embeddings.create` of the 16 texts (the SDK's default base64, decoded by the SDK) to
+  it and to the bare uvicorn app of P14 returning the front door's answer bytes (the
+  vectors asserted equal first). The difference is the token check and body decode, one
+  `acomplete()` round trip to the cursor actor carrying the 24,576 numbers (their JSON
+  decode, ~2.5 ms, is most of it), the float32 packing (~0.6 ms) and base64.
 - **P17**: `replay-actor run` of a replay manifest on the 100-entry fixture with
   `python -c pass` as COMMAND, timed whole (process start to exit: the acquisition, the
   front door, the child, the summary), sealed in a network namespace against the same
@@ -160,10 +188,29 @@ both sides (~14 us). That wake-up, not code, is what stands between the ratio (~
 a quiet run of this machine) and 1.25. Keeping a side awake by polling was tried and made
 it worse on two shared cores. On a busy machine one round of the echo and of
 `complete()` can also land on different sides of another job's burst: compare the IQRs,
-and the median of per-round ratios in the "what" column.""",
+and the median of per-round ratios in the "what" column.
+
+Why a wake-up costs so much here: this machine is a Firecracker (KVM) guest booted with
+`cpuidle_haltpoll.force=1 haltpoll.guest_halt_poll_ns=0`, so an idle vCPU halts at once
+and waking it is a VM exit and re-entry. Issue 28 tried the wake frame the core
+refactor proposed: a `WAKE` frame (no reply) sent before hashing, after which the actor
+polls without sleeping (up to 200 us, yielding the core) until the request comes.
+Measured A/B in one process, the two kinds of call interleaved round by round with
+`request_hash` and the raw exchange (`/tmp` script; 4 runs of 15 rounds of 300 calls;
+load average ~7.4 on the 2 cores from other work): with `WAKE` a call took 1.20-1.25 x
+as long as without, also with no polling at all (the extra write and the actor's extra
+wake-up compete for busy cores). It was not adopted: on a loaded machine (and so with a
+CPU hog on each core) it is a loss, and the idle case, where it could pay, could not be
+measured in the time given.""",
     "P1b": """\
 As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
 idle, a call does (see P1 and "Where a call's time goes").""",
+    "P15": """\
+The floor answers canned bytes; the front door turns the stored vectors into them per
+request. Most of the difference is the entry's 24,576 numbers crossing from the cursor
+actor as JSON and being decoded (~2.5 ms with msgspec: ~100 ns a number) before the
+float32 packing (~0.6 ms for 16 x 1,536) and base64. Both sides share the SDK's own base64
+decode. On two shared cores the spread is wide: compare the IQRs and the paired ratio.""",
     "P14": """\
 The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
 does, per request, what the floor skips: the token check, a strict decode of the ~18 KB
@@ -264,12 +311,14 @@ line passed the fast path (its length differs from its re-encoding's, which was 
 duplicate-key proof), so every line went to the precise checker: ~0.03. Now the whole
 file is judged in one bulk pass (docs/fixture-format.md, "How loading is fast"), where
 each line is decoded and re-encoded through a C-level `map`, and the checks run once on
-the file. Time per 100k lines, CPU, on this machine: decode + re-encode ~0.15 s, read
-+ split ~0.08 s (the floor's total is ~0.17 s), and the file-wide checks ~0.2 s: two quote
-counts and the `\\u0022` search (~0.1 s, CPython counts one byte at ~1.5 GB/s), the
-join of the canonical responses, the hashes' form and the table. So the share sits near
-0.4: the missing 0.1 would need those counts (or the duplicate-key check itself) in C,
-in msgspec or an extension of ours.""",
+the file. Issue 28 took it from 0.36 to ~0.55: the `\\u0022` search ran twice with
+`bytes.find` (27 ms each; one `re` search finds the backslash with `memchr`, and a
+`\\u0022` is now counted as one more quote out instead of sending the file line by
+line), the file was copied to drop its last newline and split whole into fresh pages
+(now 64 KiB slices, whose memory is reused), every response was joined into one buffer
+and its offsets packed (a plain load now keeps the list; a holder writes it into shared
+memory), and the hashes' form is checked with strided slices. What is left beyond the
+floor's decode: the re-encode, the quote counts, the table.""",
     "P5d": """\
 Before, every acquisition parsed the file in its own actor: 3.4 s at 250 MB in the
 compact layout (~16 s in `json.dumps`' layout). Now a holder keeps one validated copy

@@ -18,10 +18,13 @@ The realistic request and the 100k-entry fixture are P1's (``workload.py``).
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import select
 import socket
 from collections.abc import Callable
+from pathlib import Path
 
 import msgspec
 
@@ -37,7 +40,25 @@ from .procs import RawEcho
 from .timing import interleave, per_call
 from .workload import fixture, realistic_request
 
-__all__ = ["main", "profile"]
+__all__ = ["GROUPS", "grouped", "main", "profile"]
+
+#: The plot's five shares of a call (docs/benchmarks.md, "Where a call's time goes"):
+#: each step of ``profile`` in one of them.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "hash": ("caller: request_hash",),
+    "framing": (
+        "caller: frame",
+        "caller: decode the reply",
+        "caller: SyncLink's Python (lock, channel, checks)",
+    ),
+    "kernel": ("raw socketpair exchange (kernel, scheduler)",),
+    "actor": (
+        "actor: its Python per request",
+        "actor: one epoll wait, ready",
+        "actor: its loop around the request",
+    ),
+    "wake-ups": ("wake-ups after the hash (complete() - the rest)",),
+}
 
 
 def _best_us(sides: dict[str, Callable[[], object]], calls: int = 1000) -> dict[str, float]:
@@ -165,10 +186,27 @@ def profile() -> dict[str, float]:
     return steps
 
 
-def main() -> None:
+def grouped(steps: dict[str, float]) -> dict[str, float]:
+    """The microseconds of ``profile``'s steps summed by ``GROUPS``, and ``complete()``."""
+    shares = {
+        name: sum(steps.get(step, 0.0) for step in members) for name, members in GROUPS.items()
+    }
+    shares["complete()"] = steps["complete()"]
+    return shares
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.hotpath", description=__doc__)
+    parser.add_argument("--save", metavar="JSON", help="also write the steps, with --label")
+    parser.add_argument("--label", default="", help="what the saved profile is of")
+    args = parser.parse_args(argv)
     steps = profile()
     for name, value in steps.items():
         print(f"{value:8.1f} us  {name}")
+    if args.save:
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        record = {"label": args.label, "load_average": load, "steps": steps}
+        Path(args.save).write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ Each child is ours, stopped by its PID and reaped (``stop``); nothing is killed 
   actor (``subprocess.Popen``, same environment, a passed socket fd) that signals ready:
   the floor of acquire -> ready.
 - ``Owner``: a small process that stays alive until killed, to own an acquisition.
+- ``Hogs``: one busy-looping process per core for the whole run (``--hog``): the
+  targets measured on a machine with no idle core.
 - ``baseline_rss``: the RSS of a bare interpreter started as the zygote is, that has
   imported the actor's code.
 - ``zygote_pid``, ``actors_alive``, ``stop_zygote``: the run's own zygote (started by
@@ -38,6 +40,7 @@ import replay_actor
 
 __all__ = [
     "EchoPeer",
+    "Hogs",
     "RawEcho",
     "Owner",
     "actors_alive",
@@ -87,6 +90,20 @@ def stop(popen: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
     if popen.poll() is None:
         popen.kill()
     popen.wait(timeout)
+
+
+class Hogs:
+    """``count`` children that each spin on a core until stopped (by PID, reaped)."""
+
+    def __init__(self, count: int) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+        for _ in range(count):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            stop(proc)
+        self.procs.clear()
 
 
 def _echo(conn: Connection) -> None:

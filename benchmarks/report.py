@@ -49,10 +49,19 @@ def _cell(stats: Stats | None, unit: str, *, spread: bool) -> str:
     return text
 
 
+def _number(value: float) -> str:
+    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
+
+
 def _ratio(row: Row) -> str:
+    """The ratio; for a row measured over several runs, the median run's, with the
+    lowest and highest of the runs."""
     if row.ratio is None:
         return "—"
-    return f"{row.ratio:.3g}" if row.ratio < 1000 else f"{row.ratio:,.0f}"
+    text = _number(row.ratio)
+    if row.runs:
+        text += f" [{_number(min(row.runs))} to {_number(max(row.runs))}, {len(row.runs)} runs]"
+    return text
 
 
 def _status(row: Row) -> str:
@@ -211,6 +220,63 @@ def _plot(path: Path, calls: dict[str, Any], vcr_points: dict[str, Any]) -> None
     plt.close(fig)
 
 
+#: The colours of the profile's shares, in ``hotpath.GROUPS`` order.
+_SHARE_COLOURS = {
+    "hash": "tab:blue",
+    "framing": "tab:orange",
+    "kernel": "tab:gray",
+    "actor": "tab:green",
+    "wake-ups": "tab:red",
+}
+
+
+def _plot_profile(path: Path, profiles: dict[str, dict[str, float]]) -> None:
+    """One stacked bar per profile (label -> ``hotpath.grouped`` shares, in us)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(profiles)
+    fig, ax = plt.subplots(figsize=(8.5, 1.2 + 0.9 * len(labels)), dpi=110)
+    for y, label in enumerate(labels):
+        left = 0.0
+        for share, colour in _SHARE_COLOURS.items():
+            width = max(0.0, profiles[label].get(share, 0.0))
+            ax.barh(y, width, left=left, color=colour, label=share if y == 0 else None)
+            if width >= 4:
+                ax.text(left + width / 2, y, f"{width:.0f}", ha="center", va="center", fontsize=8)
+            left += width
+        ax.text(left + 1, y, f"complete() {profiles[label]['complete()']:.0f} us", va="center")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("microseconds of one complete() (realistic request, 100k-entry fixture)")
+    ax.set_title("Where a call's time goes")
+    ax.legend(ncols=5, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.12))
+    ax.set_xlim(0, max(p["complete()"] for p in profiles.values()) * 1.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _profile_section(profile: dict[str, Any] | None) -> list[str]:
+    """The measured steps of this run's profile, as a table, after the plot."""
+    if not profile:
+        return []
+    out = [
+        "![where a call's time goes, by share](benchmarks-profile.png)",
+        "",
+        "| step (this run, best of 15 rounds of 1,000 calls) | us | share |",
+        "| --- | --- | --- |",
+    ]
+    steps: dict[str, float] = profile["steps"]
+    group_of = {step: name for name, members in profile["groups"].items() for step in members}
+    for step, value in steps.items():
+        out.append(f"| {step} | {value:.1f} | {group_of.get(step, '')} |")
+    out.append("")
+    return out
+
+
 def _md_row(row: Row) -> str:
     cells = [
         row.id,
@@ -237,9 +303,14 @@ def write_docs(
     vcr_points: dict[str, Any] | None,
     info: dict[str, Any],
     duration: float,
+    profile: dict[str, Any] | None = None,
 ) -> None:
+    """``profile``: this run's ``hotpath`` steps and groups, and the shares of earlier
+    profiles to draw beside it (``{"steps", "groups", "bars": {label: shares}}``)."""
     if calls is not None and vcr_points is not None:
         _plot(png_path, calls, vcr_points)
+    if profile:
+        _plot_profile(png_path.with_name("benchmarks-profile.png"), profile["bars"])
     out = [
         "# Benchmarks",
         "",
@@ -250,7 +321,9 @@ def write_docs(
         "(rotating order,",
         "after a warm-up), so that the noise of a shared machine falls on both sides.",
         "Cells are medians with the interquartile range in brackets; times per call unless",
-        "stated. Raw numbers: `benchmarks/results/latest.json`.",
+        "stated. The targets one run cannot be trusted for (P1, P1b, P4, P6b, P6c, P9, P18)",
+        "are measured in 5 runs: the row is the median run, and the ratio's brackets give",
+        "the lowest and the highest of the 5. Raw numbers: `benchmarks/results/latest.json`.",
         "",
         "| id | what | ours | reference | ratio | target | status |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -280,6 +353,8 @@ def write_docs(
         "    make bench                      # installs .[dev,bench] into .venv, then runs:",
         "    .venv/bin/python -m benchmarks  # the full run (< 10 minutes on 2 cores)",
         "    .venv/bin/python -m benchmarks --quick  # smoke run; leaves these docs alone",
+        "    .venv/bin/python -m benchmarks --only P1,P4 --runs 5  # some targets only",
+        "    .venv/bin/python -m benchmarks --hog    # with a busy process on every core",
         "",
         "Either run needs the `bench` extra (matplotlib draws the plots; vcrpy, requests and",
         "rfc8785 are the references measured against): `make bench` installs it, or",
@@ -320,7 +395,7 @@ def write_docs(
         family = row.id.rstrip("abcdefghijklmnopqrstuvwxyz")
         text = ANALYSIS.get(row.id) or ANALYSIS.get(family) or "Not analysed yet."
         out += [f"### {row.id}", "", text, ""]
-    out += ["## Where a call's time goes", "", PROFILE, ""]
+    out += ["## Where a call's time goes", "", *_profile_section(profile), PROFILE, ""]
     out += ["## How each number is taken", "", METHOD, ""]
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text("\n".join(out))

@@ -8,6 +8,7 @@ a shared machine fall on every side alike. Ratios are ratios of medians.
 
 from __future__ import annotations
 
+import gc
 import math
 import statistics
 import time
@@ -15,7 +16,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Config", "Row", "Stats", "interleave", "per_call", "percentile"]
+__all__ = [
+    "Config",
+    "Row",
+    "Stats",
+    "interleave",
+    "over_runs",
+    "paired_ratio",
+    "per_call",
+    "percentile",
+]
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,8 @@ class Row:
     bound: float | None
     note: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The ratio of each run, when the row is the median of several (``over_runs``).
+    runs: list[float] = field(default_factory=list)
 
     @property
     def met(self) -> bool | None:
@@ -91,16 +103,51 @@ class Row:
         return f"{sign} {self.bound:g}"
 
 
-def per_call(fn: Callable[[], object], calls: int) -> Callable[[], float]:
-    """A batch of ``calls`` calls of ``fn``, returning seconds per call."""
+def per_call(fn: Callable[[], object], calls: int, *, no_gc: bool = False) -> Callable[[], float]:
+    """A batch of ``calls`` calls of ``fn``, returning seconds per call. ``no_gc``: with
+    the cyclic collector off during the batch, as ``timeit`` does, so that a collection
+    of objects made elsewhere (its cost grows with the whole process's heap) does not
+    land on whichever side happened to trigger it."""
 
     def batch() -> float:
-        start = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        return (time.perf_counter_ns() - start) / calls / 1e9
+        enabled = no_gc and gc.isenabled()
+        if enabled:
+            gc.disable()
+        try:
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                fn()
+            return (time.perf_counter_ns() - start) / calls / 1e9
+        finally:
+            if enabled:
+                gc.enable()
 
     return batch
+
+
+def paired_ratio(top: Sequence[float], bottom: Sequence[float]) -> float:
+    """The median of per-round ratios ``top[i] / bottom[i]`` of two sides of one
+    ``interleave``: each round's two batches ran back to back, so a slow phase of a
+    shared machine falls on both sides of the same ratio."""
+    return statistics.median(a / b for a, b in zip(top, bottom, strict=True))
+
+
+def over_runs(produce: Callable[[], list[Row]], runs: int) -> list[Row]:
+    """Call ``produce`` ``runs`` times (each a whole measurement: its own warm-up and
+    rounds) and keep, per row id, the run whose ratio is the median, with every run's
+    ratio in ``Row.runs``: the spread of the runs shows how far one run can be trusted."""
+    by_id: dict[str, list[Row]] = {}
+    for _ in range(runs):
+        for row in produce():
+            by_id.setdefault(row.id, []).append(row)
+    merged = []
+    for found in by_id.values():
+        ratios = [row.ratio for row in found if row.ratio is not None]
+        ranked = sorted(found, key=lambda row: -math.inf if row.ratio is None else row.ratio)
+        middle = ranked[(len(ranked) - 1) // 2]
+        middle.runs = ratios if len(ratios) > 1 else []
+        merged.append(middle)
+    return merged
 
 
 def interleave(

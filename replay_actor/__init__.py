@@ -12,6 +12,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
 
     _version.py      the version             _errors.py       the exception tree
     _request.py      the neutral request     _response.py     the neutral response
+    _kinds.py        request kinds beyond chat (embedding, completion)
     _canonical.py    RFC 8785 JSON           _memo.py         results by a value's image
     _interface.py    ``Provider``            _strict_json.py  strict JSON text
     _replay.py       acquire, Supervisor     manifest.py      ``open_provider``
@@ -24,9 +25,9 @@ The package (docs/architecture.md, "Map of the package", says more)::
     adapters/        live adapters
     vendors/         every vendor wire shape, one registry
     authoring/       tools around a fixture
-    attribution/     the run log and ``compare``
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
+    attribution/     the run log and ``compare``
     cli/             the ``replay-actor`` command
 """
 
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         TooManyActors,
     )
     from ._interface import Provider
+    from ._kinds import CompletionRequest, EmbeddingRequest
     from ._replay import Supervisor, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
@@ -63,8 +65,10 @@ if TYPE_CHECKING:
         anthropic_client,
         async_anthropic_client,
         async_gemini_client,
+        async_ollama_client,
         async_openai_client,
         gemini_client,
+        ollama_client,
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
@@ -93,6 +97,8 @@ _LOCATIONS: dict[str, str] = {
     "SequenceExhausted": "_errors",
     "TooManyActors": "_errors",
     "Provider": "_interface",
+    "CompletionRequest": "_kinds",
+    "EmbeddingRequest": "_kinds",
     "Message": "_request",
     "Request": "_request",
     "Tool": "_request",
@@ -114,6 +120,8 @@ _LOCATIONS: dict[str, str] = {
     "async_openai_client": "integrations.sdk",
     "gemini_client": "integrations.sdk",
     "openai_client": "integrations.sdk",
+    "ollama_client": "integrations.sdk",
+    "async_ollama_client": "integrations.sdk",
     "AsyncProviderTransport": "integrations.transport",
     "ProviderTransport": "integrations.transport",
 }
@@ -123,6 +131,8 @@ __all__ = [
     "Adapter",
     "AsyncProviderTransport",
     "Ceilings",
+    "CompletionRequest",
+    "EmbeddingRequest",
     "FixtureError",
     "FixtureSet",
     "InspectionPathError",
@@ -152,11 +162,13 @@ __all__ = [
     "anthropic_client",
     "async_anthropic_client",
     "async_gemini_client",
+    "async_ollama_client",
     "async_openai_client",
     "canonical_json",
     "entry_line",
     "gemini_client",
     "load_fixture",
+    "ollama_client",
     "open_provider",
     "openai_client",
     "request_hash",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import msgspec
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from replay_actor import Ceilings, FixtureError, entry_line
 from replay_actor._errors import FIXTURE_REASONS
-from replay_actor.fixture import parse_fixture
-from replay_actor.fixture._parse import _Parser
+from replay_actor.fixture import FixtureSet, parse_fixture
+from replay_actor.fixture._parse import _bulk_table, _Parser
 
 H = "sha256:" + "b" * 64
 VALID = [
@@ -73,3 +75,60 @@ def mutated(draw: st.DrawFn) -> bytes:
 @given(mutated(), st.sampled_from(CEILINGS))
 def test_mutated_valid_lines(data: bytes, ceilings: Ceilings) -> None:
     check(data, ceilings)
+
+
+# -- the bulk pass agrees with the line-by-line pass ---------------------------------------
+
+_KEYS = st.sampled_from(["a", "b", 'q"', "\\", "\u00e9", "k"])
+_TEXT = st.text(alphabet='ab"\\\u00e9\U0001f600 ', max_size=6)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def spaced_files(draw: st.DrawFn) -> bytes:
+    """A fixture in ``json.dumps``' layout; some quotes written ``\\u0022``, and maybe a
+    key repeated in one response (with escaped quotes beside it)."""
+    count = draw(st.integers(1, 5))
+    lines = []
+    for i in range(count):
+        response = draw(st.dictionaries(_KEYS, _JSON, max_size=4))
+        entry = {"schema_version": 1, "request_hash": f"sha256:{i:064x}", "response": response}
+        line = json.dumps(entry)
+        if draw(st.booleans()):
+            line = line.replace('\\"', "\\u0022")
+        if response and draw(st.integers(0, 3)) == 0:
+            key = json.dumps(draw(st.sampled_from(sorted(response))))
+            value = draw(st.sampled_from(['"\\u0022\\u0022"', "1", '"x"', "[]"]))
+            line = line.replace('"response": {', f'"response": {{{key}: {value}, ', 1)
+        lines.append(line.encode())
+    return b"\n".join(lines) + b"\n"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spaced_files())
+def test_the_bulk_pass_agrees_with_the_line_by_line_pass(data: bytes) -> None:
+    """Whatever the bulk pass accepts, the exact pass accepts with the same responses;
+    a file the exact pass rejects (a repeated key) the bulk pass never accepts."""
+    parser = _Parser(Ceilings())
+    rejections: list[tuple[str, int]] = []
+
+    def keep(reason: str, line: int) -> bool:
+        rejections.append((reason, line))
+        return True
+
+    valid = parser.run(data, keep)
+    bulk = _bulk_table(data, Ceilings())
+    event("bulk: " + ("declined" if bulk is None else "accepted"))
+    event("exact: " + (rejections[0][0] if rejections else "valid"))
+    if bulk is None:
+        return
+    assert valid and not rejections
+    table, responses = bulk
+    assert sorted(table) == sorted(parser.table)
+    exact = FixtureSet(parser.table, Ceilings())
+    for request_hash, index in table.items():
+        assert responses[~index] == exact.stored(request_hash)

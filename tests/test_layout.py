@@ -99,6 +99,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_errors",
                 "_canonical",
                 "_memo",
+                "_kinds",
                 "_request",
                 "_response",
                 "_strict_json",

@@ -84,9 +84,15 @@ def explain_text(
         return "\n".join(lines) + "\n"
     count = len(nearest.differences)
     lines.append(f"nearest recorded request: {nearest.request_hash}")
+    # A request without messages (an embedding, a completion) shares none to count.
+    shared = (
+        f"shares {nearest.shared_messages} of {requested_messages} leading messages; "
+        if requested_messages
+        else ""
+    )
     lines.append(
-        f"  shares {nearest.shared_messages} of {requested_messages} leading messages; "
-        f"{count} {'path differs' if count == 1 else 'paths differ'} (recorded → requested):"
+        f"  {shared}{count} {'path differs' if count == 1 else 'paths differ'}"
+        " (recorded → requested):"
     )
     lines.extend(
         f"  {d.path}: {_difference_line(d.recorded, d.requested)}" for d in nearest.differences

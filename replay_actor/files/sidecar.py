@@ -42,6 +42,7 @@ from typing import IO, Any, Final
 import msgspec
 
 from .._errors import ReplayError
+from .._kinds import CompletionRequest, EmbeddingRequest
 from .._request import Request
 from .durable import fsync_dir, write_all
 
@@ -229,7 +230,17 @@ MAX_LINE_BYTES: Final = 16 << 20
 LIST_FIELDS: Final = ("messages", "tools")
 #: Every field of ``Request``, and ``scope`` (a request's pairing key) even where this
 #: version's ``Request`` lacks it, so a sidecar written with scopes is read, not refused.
-REQUEST_FIELDS: Final = tuple(sorted({*Request.__struct_fields__, "scope"}))
+#: The fields of the other kinds (``_kinds.py``) are compared the same way.
+REQUEST_FIELDS: Final = tuple(
+    sorted(
+        {
+            *Request.__struct_fields__,
+            *EmbeddingRequest.__struct_fields__,
+            *CompletionRequest.__struct_fields__,
+            "scope",
+        }
+    )
+)
 
 
 def _split_type() -> Any:

@@ -4,7 +4,8 @@ Runs in: the process that serves (``replay-actor serve`` or ``replay-actor run``
 event loop, under uvicorn. It owns what happens to one HTTP request before and after the
 provider is asked:
 
-1. the token: ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key`` must carry it
+1. the token: ``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key`` or ``api-key``
+   (Azure OpenAI's) must carry it
    (constant-time comparison), else 401 before the body is read, so a request without the
    token never reaches the provider and never consumes a sequence element;
 2. the body bound: a declared ``content-length`` above it is refused at once and a body
@@ -86,7 +87,8 @@ class FrontDoorApp:
                     401,
                     "unauthorized",
                     "this replay-actor front door needs its token in Authorization: Bearer, "
-                    "x-api-key or x-goog-api-key",
+                    "x-api-key, x-goog-api-key or api-key",
+                    headers,
                 ),
             )
             return
@@ -101,6 +103,7 @@ class FrontDoorApp:
                     413,
                     "request_too_large",
                     f"the request body exceeds the front door's bound of {self._max_body} bytes",
+                    headers,
                 ),
             )
             return
@@ -112,7 +115,11 @@ class FrontDoorApp:
             # serve answers every failure itself; this is a bug. Still an answer the SDKs
             # do not retry (a 500 from the server would be retried), naming only the type.
             answer = self._envelopes.refusal(
-                path, 500, "replay_internal_error", f"internal error ({type(exc).__name__})"
+                path,
+                500,
+                "replay_internal_error",
+                f"internal error ({type(exc).__name__})",
+                headers,
             )
         await _send(send, answer)
 
@@ -123,7 +130,7 @@ class FrontDoorApp:
         for name, value in headers:
             if name == b"authorization":
                 ok |= hmac.compare_digest(value.lower()[:7] + value[7:], self._bearer)
-            elif name in (b"x-api-key", b"x-goog-api-key"):
+            elif name in (b"x-api-key", b"x-goog-api-key", b"api-key"):  # api-key: Azure
                 ok |= hmac.compare_digest(value, self._token)
         return ok
 

@@ -1,7 +1,9 @@
 """Integrations: where replay-actor meets the code people already have.
 
 HTTP transports and vendor SDK clients (docs/sdk.md), which serve through ``serving``
-(one HTTP exchange: route, read, ask the provider once, answer; the front door's too);
+(one HTTP exchange: route, read, ask the provider once, answer; the front door's too;
+its paths before routing in ``_routes``, its answers in ``_answer``, and the batch
+endpoints, each line one such exchange, in ``batches/``, docs/batches.md);
 the Inspect AI model provider (docs/inspect.md), the pydantic-ai model
 (docs/pydantic-ai.md) and the pytest plugin (docs/pytest.md). Each imports its framework
 lazily, at its own import (the core never needs it), and takes any provider from

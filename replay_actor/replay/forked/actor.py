@@ -104,7 +104,6 @@ class Actor:
             fixture.snapshot()  # its scratch (the set hash's input) is freed before the trim
             gc.collect()
             trim_heap()  # hand the loader's scratch back: it must not count in our RSS
-        self.snapshot_base = fixture.snapshot()
         self.cursors = Cursors(fixture)
         self.record: InspectionRecord | None = None
         self.record_served = config.inspection_served
@@ -128,7 +127,10 @@ class Actor:
             pass  # a full disk must not turn a miss into a crash of the actor
 
     def snapshot(self) -> dict[str, Any]:
-        snap = dict(self.snapshot_base)
+        # The safe snapshot is the fixture's, computed when first asked for: a holder
+        # computes the set hash after forking its first actor (``holder.py``), so that
+        # actor computes its own only if someone asks.
+        snap = self.cursors.fixture.snapshot()
         snap.update(self.cursors.counters())
         return snap
 

@@ -60,6 +60,9 @@ class Forker(Protocol):
     def forked(self, pid: int) -> None:
         """In this process, after an actor was forked (and its socket end closed)."""
 
+    def replied(self) -> None:
+        """In this process, after a reply went back (work that must not delay it)."""
+
     def close(self) -> None:
         """The loop ends: close everything but the children."""
 
@@ -93,6 +96,7 @@ def serve(forker: Forker) -> NoReturn:
                 channel.send(reply)
             except OSError:
                 break
+            forker.replied()
         forker.close()
         _reap_all()
     finally:

@@ -41,6 +41,8 @@ import socket
 import time
 from typing import Any, NoReturn
 
+import msgspec
+
 from ..._errors import FixtureError
 from ...fixture import Ceilings, FixtureSet, load_shareable
 from ..core import control
@@ -62,7 +64,17 @@ class _Held:
         self.path = path
         self.ceilings = ceilings
         self.fixture: FixtureSet | None = None
+        #: The pipe of the helper computing the held copy's snapshot, if one runs.
+        self.summary: int | None = None
+        self.summarised = False
         self.loads = 0
+
+    def forget_summary(self) -> None:
+        """The held copy is replaced: a helper's answer would be for the old one."""
+        if self.summary is not None:
+            os.close(self.summary)
+            self.summary = None
+        self.summarised = False
 
     def current(self) -> HoldSource:
         """The validated copy if the file still holds exactly its bytes, else a fresh
@@ -72,6 +84,7 @@ class _Held:
         # Changed, or never loaded: drop the old copy before reading the new one, so
         # the two are never held together (actors forked earlier keep theirs).
         self.fixture = None
+        self.forget_summary()
         gc.collect()
         trim_heap()
         self.loads += 1
@@ -79,13 +92,48 @@ class _Held:
             fixture = load_shareable(self.path, ceilings=self.ceilings)
         except FixtureError as exc:
             return FixtureError(exc.reason, exc.line)  # no traceback, no frames kept
-        fixture.snapshot()  # computed once here, inherited by every actor
         fixture.share()  # into shared memory: every later fork stays cheap
         gc.collect()
         trim_heap()  # what the load freed must not stay in every actor's pages
         gc.freeze()  # keep the table out of the actors' collections
         self.fixture = fixture
         return fixture
+
+    def summarise_apart(self, close_in_child: list[socket.socket | int]) -> None:
+        """Once the first actor is forked: fork a helper that computes the held copy's
+        safe snapshot (its set hash walks the whole table) and hands it back
+        (``adopt``). The first acquisition does not wait for that walk, and it happens
+        in the helper: a walk here would write reference counts to the pages the holder
+        shares with its first actor, copying them. Later actors inherit the result."""
+        fixture = self.fixture
+        if fixture is None or self.summary is not None or self.summarised:
+            return
+        read_end, write_end = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read_end)
+                for held_open in close_in_child:
+                    os.close(held_open if isinstance(held_open, int) else held_open.fileno())
+                os.write(write_end, msgspec.json.encode(fixture.summary()))
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        self.summary = read_end
+
+    def adopt(self) -> None:
+        """Take the helper's summary (its pipe is readable); nothing if it died."""
+        assert self.summary is not None and self.fixture is not None
+        try:
+            message = os.read(self.summary, control.MAX_MESSAGE)
+            summary = msgspec.json.decode(message, type=tuple[str, int, int])
+        except (OSError, msgspec.DecodeError):
+            pass  # (each actor then computes its own, when asked)
+        else:
+            self.fixture.adopt_summary(summary)
+        os.close(self.summary)
+        self.summary = None
+        self.summarised = True
 
 
 class _Holder:
@@ -101,6 +149,8 @@ class _Holder:
         self.offered = False
 
     def watched(self) -> list[Any]:
+        if self.held.summary is not None:
+            return [*self.actors, self.held.summary]
         return list(self.actors)
 
     def timeout(self) -> float | None:
@@ -110,7 +160,9 @@ class _Holder:
 
     def other(self, readable: list[Any]) -> None:
         for fd in readable:
-            if fd in self.actors:  # an actor ended
+            if fd == self.held.summary:
+                self.held.adopt()
+            elif fd in self.actors:  # an actor ended
                 del self.actors[fd]
                 os.close(fd)
                 if not self.actors:
@@ -142,6 +194,10 @@ class _Holder:
         except ProcessLookupError:
             pass  # gone already (and reaped: SIGCHLD is ignored)
         self.quiet_since = time.monotonic()
+
+    def replied(self) -> None:
+        if self.actors:  # the acquirer has its reply: the set hash is walked apart
+            self.held.summarise_apart([self.channel, *self.actors])
 
     def close(self) -> None:
         self.channel.close()

@@ -364,6 +364,9 @@ class _Zygote:
     def forked(self, pid: int) -> None:
         _test_delay()
 
+    def replied(self) -> None:
+        pass  # nothing waits for a reply here
+
     def close(self) -> None:
         self.channel.close()
         self.holders.close()
