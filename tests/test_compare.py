@@ -257,3 +257,16 @@ def test_rejected_bytes_never_cross_and_the_page_escapes_every_value(
     assert json.loads(texts[1])["candidate"]["skipped"] == {"invalid_field": 1, "not_json": 1}
     # The candidate's request (from its sidecar) is shown, escaped, never as markup.
     assert "&lt;script&gt;" in page and "<script" not in page
+
+
+def test_a_call_without_messages_joins_its_scopes_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    embedding = {"kind": "embedding", "model": "e", "texts": ["x"], "scope": {"sample": 1}}
+    calls = [embedding, *_conversation("q1", scope=1)]
+    base = _log(tmp_path, "base.log", calls)
+    cand = _log(tmp_path, "cand.log", calls)
+    code, out = _compare(capsys, str(base), str(cand), "--json")
+    assert code == 0, out
+    (sample,) = json.loads(out)["samples"]
+    assert (sample["sample"], sample["baseline_calls"]) == ('{"sample":1}', 4)

@@ -122,7 +122,11 @@ def samples_of(log: LogRead) -> list[Sample]:
             if found is None:
                 numbers[group] = number = numbers.get(group, 0) + 1
                 name = _name(group, number)
-                found = by_name[name] = Sample(name, [], call.request_hash, group)
+                found = by_name.get(name)
+                if found is None:
+                    found = by_name[name] = Sample(name, [], call.request_hash, group)
+                elif found.first is None:  # the scope's calls without messages came first
+                    found.first = call.request_hash
             sample = found
             owner[(group, steps[-1])] = sample
         sample.calls.append(call)
