@@ -141,8 +141,9 @@ def _check_anthropic_pages(client: anthropic.Anthropic, made: list[str]) -> None
         client.messages.batches.list(after_id=made[0], before_id=made[1])
     with pytest.raises(anthropic.BadRequestError, match="before_id must be"):
         client.messages.batches.list(before_id="nowhere")
-    with pytest.raises(anthropic.BadRequestError, match="limit must be"):
-        client.get("/v1/messages/batches?limit=x", cast_to=object)
+    for bad in ("x", "%C2%B2", "9" * 5000, "-1"):
+        with pytest.raises(anthropic.BadRequestError, match="limit must be"):
+            client.get(f"/v1/messages/batches?limit={bad}", cast_to=object)
 
 
 def test_anthropic_message_batches_list_over_pages_in_process(tmp_path: Path) -> None:

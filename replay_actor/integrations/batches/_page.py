@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl
 __all__ = ["Page", "Paging", "ends", "page", "read_limit", "read_query"]
 
 _SERIAL: Final = re.compile(r"([0-9a-f]{24})$")
+_LIMIT: Final = re.compile(r"[0-9]{1,9}")
 
 
 class Paging(NamedTuple):
@@ -50,7 +51,8 @@ def read_limit(params: dict[str, str], default: int, most: int) -> int | str:
     raw = params.get("limit")
     if raw is None:
         return default
-    if not raw.isdigit() or int(raw) < 1:
+    # ASCII digits only, and few: str.isdigit() takes "²", which int() refuses.
+    if _LIMIT.fullmatch(raw) is None or int(raw) < 1:
         return f"limit must be a whole number from 1 to {most}"
     return min(int(raw), most)
 
