@@ -20,6 +20,7 @@ import pytest
 from replay_actor import anthropic_client, async_openai_client, openai_client, request_hash
 from replay_actor.fixture import entry_line
 from replay_actor.integrations.batches.store import Store
+from tests.anthropic_server import AnthropicServer
 from tests.chat_server import ChatServer
 from tests.frontdoor_util import record_manifest, replay_manifest, run_cli, serving, summary
 
@@ -240,7 +241,9 @@ TASK = textwrap.dedent(
 )
 
 
-def _inspect(manifest: Path, tmp_path: Path, logs: str) -> tuple[Any, list[str]]:
+def _inspect(
+    manifest: Path, tmp_path: Path, logs: str, model: str = "openai/gpt-test"
+) -> tuple[Any, list[str]]:
     from inspect_ai.log import read_eval_log
 
     (tmp_path / "task.py").write_text(TASK)
@@ -254,7 +257,7 @@ def _inspect(manifest: Path, tmp_path: Path, logs: str) -> tuple[Any, list[str]]
         XDG_DATA_HOME=str(tmp_path / "data"),
     )
     # Relative, as a user types it (Inspect globs the task's path from its directory).
-    command = [inspect, "eval", "task.py", "--model", "openai/gpt-test"]
+    command = [inspect, "eval", "task.py", "--model", model]
     done = run_cli(
         manifest,
         [*command, "--batch", "batch.yaml", "--max-retries", "0"],
@@ -265,7 +268,8 @@ def _inspect(manifest: Path, tmp_path: Path, logs: str) -> tuple[Any, list[str]]
     assert done.returncode == 0, done.stderr[-3000:]
     # Inspect's batcher says it sent the three samples as one batch of the front door's.
     said = done.stdout + done.stderr
-    assert "Created batch batch_" in said and "with 3 requests" in said, said[-3000:]
+    prefix = "msgbatch_" if model.startswith("anthropic/") else "batch_"
+    assert f"Created batch {prefix}" in said and "with 3 requests" in said, said[-3000:]
     (path,) = (tmp_path / logs).glob("*.eval")
     log = read_eval_log(str(path))
     assert log.status == "success"
@@ -291,6 +295,32 @@ def test_inspect_batch_recorded_through_a_loopback_vendor_then_replayed_twice(
         assert summary(done.stderr).startswith("replay-actor: 3 served, 0 missed")
         assert replayed == recorded
     assert len(chat.received) == 3  # nothing live while replaying
+
+
+@pytest.mark.timeout(400)
+def test_inspect_anthropic_batch_recorded_through_a_loopback_vendor_then_replayed_twice(
+    claude: AnthropicServer, tmp_path: Path
+) -> None:
+    """``--model anthropic/… --batch``: Inspect's Message Batches batcher creates the
+    batch, finds it ended on its first poll, and reads its results_url."""
+    pytest.importorskip("inspect_ai")
+    model = "anthropic/claude-test"
+    recording = record_manifest(
+        tmp_path, claude.base_url("echo"), adapter="anthropic", model="claude-live"
+    )
+    done, recorded = _inspect(recording, tmp_path, "logs-record", model)
+    assert summary(done.stderr).startswith("replay-actor: 3 served, 0 missed")
+    assert len(claude.received) == 3  # each request one live /v1/messages call
+    assert all(r.path.endswith("/v1/messages") for r in claude.received)
+    assert sorted(text.partition(": ")[2] for text in recorded) == [
+        f"Name colour {i}." for i in range(3)
+    ]
+    replaying = replay_manifest(tmp_path, tmp_path / "recorded.jsonl")
+    for run in ("logs-a", "logs-b"):
+        done, replayed = _inspect(replaying, tmp_path, run, model)
+        assert summary(done.stderr).startswith("replay-actor: 3 served, 0 missed")
+        assert replayed == recorded
+    assert len(claude.received) == 3  # nothing live while replaying
 
 
 def test_embedding_lines_are_answered_like_embeddings_create(tmp_path: Path) -> None:

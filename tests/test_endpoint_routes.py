@@ -21,6 +21,8 @@ import pytest
 from google import genai
 
 from replay_actor.integrations._routes import canonical_path, looks_like
+from replay_actor.integrations.serving import Exchange
+from replay_actor.vendors import make_vendor, vendor_names
 from tests.frontdoor_util import (
     neutral_hash,
     replay_manifest,
@@ -96,6 +98,8 @@ def test_404s_are_in_the_look_alike_vendors_envelope_listing_the_served_paths(
         assert "GET /v1/models" in message
         assert "POST /v1/chat/completions" in message and "POST /v1/messages" in message
         assert "POST /v1beta/models/{model}:generateContent" in message
+        assert "POST /v1/embeddings" in message and "POST /api/chat" in message
+        assert " API" not in message, message  # never "the <name> API"
         _no_regex(message)
         assert caught_openai.value.response.headers["x-should-retry"] == "false"
 
@@ -119,6 +123,26 @@ def test_404s_are_in_the_look_alike_vendors_envelope_listing_the_served_paths(
         # does: its x-goog-api-key header says whose envelope to answer in.
         assert "GET /v1/models/gemini-test" in str(caught_google.value.message)
         assert caught_google.value.status == "not_found"
+
+
+def test_every_registered_shape_names_its_paths_and_a_404_lists_them() -> None:
+    exchange = Exchange(None)
+    listed = json.loads(exchange.not_found("GET", "/nowhere").body)["error"]["message"]
+    for name in vendor_names():
+        vendor = make_vendor(name)
+        paths = getattr(vendor, "paths", None)
+        assert isinstance(paths, tuple) and paths, f"{name} has no readable paths"
+        for entry in paths:
+            method, _, path = entry.partition(" ")
+            assert method == "POST" and path.startswith("/"), entry
+            # What a user reads is what the shape serves: the path, its {model}
+            # filled in, routes to this very shape.
+            concrete = path.replace("{model}", "gemini-test")
+            assert any(route.search(concrete) for route in vendor.routes), entry
+            assert exchange.serves_post(concrete), entry
+            assert entry in listed, (entry, listed)
+    assert " API" not in listed, listed  # never "the <name> API"
+    _no_regex(listed)
 
 
 def test_azure_openai_and_messages_without_v1_at_the_front_door(greeting: Path) -> None:

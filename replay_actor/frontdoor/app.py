@@ -110,7 +110,8 @@ class FrontDoorApp:
         except _Gone:
             return
         try:
-            answer = await self._serving.serve(scope["method"], path, body, headers)
+            query = bytes(scope.get("query_string", b"")).decode("latin-1")
+            answer = await self._serving.serve(scope["method"], path, body, headers, query)
         except Exception as exc:
             # serve answers every failure itself; this is a bug. Still an answer the SDKs
             # do not retry (a 500 from the server would be retried), naming only the type.

@@ -233,11 +233,11 @@ class Exchange:
         return any(route.search(path) for v in self._vendors for route in v.routes)
 
     def batch(
-        self, method: str, path: str, body: bytes, headers: Headers | None = None
+        self, method: str, path: str, body: bytes, headers: Headers | None = None, query: str = ""
     ) -> Answer | BatchWork | None:
         """The answer, or the batch to run, for a batch endpoint; ``None`` for any other
-        path (then :meth:`prepare` it)."""
-        return self._batches.handle(method, canonical_path(path), body, headers)
+        path (then :meth:`prepare` it). ``query``: the URL's, which a list pages by."""
+        return self._batches.handle(method, canonical_path(path), body, headers, query)
 
     def _route(self, method: str, path: str, headers: Headers | None) -> Vendor | Answer:
         """The vendor serving ``path`` (already canonical), or the 404 answer."""
@@ -412,9 +412,17 @@ class Serving(_Serving):
     (``complete``); a failure is an answer, never an exception (the SDKs would retry an
     exception as a connection error)."""
 
-    def serve(self, method: str, path: str, body: bytes, headers: Headers | None = None) -> Answer:
-        """``headers`` may carry ``x-replay-scope``."""
-        work = self._exchange.batch(method, path, body, headers)
+    def serve(
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: Headers | None = None,
+        query: str = "",
+    ) -> Answer:
+        """``headers`` may carry ``x-replay-scope``; ``query`` is the URL's (only the
+        batch list endpoints read it: their pages)."""
+        work = self._exchange.batch(method, path, body, headers, query)
         if work is not None:
             if isinstance(work, Answer):
                 return self._bookkept(work, path)
@@ -446,10 +454,15 @@ class AsyncServing(_Serving):
     """The async form of :class:`Serving`: awaits ``provider.acomplete`` (no thread)."""
 
     async def serve(
-        self, method: str, path: str, body: bytes, headers: Headers | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: Headers | None = None,
+        query: str = "",
     ) -> Answer:
-        """``headers`` as :meth:`Serving.serve`."""
-        work = self._exchange.batch(method, path, body, headers)
+        """``headers`` and ``query`` as :meth:`Serving.serve`."""
+        work = self._exchange.batch(method, path, body, headers, query)
         if work is not None:
             if isinstance(work, Answer):
                 return self._bookkept(work, path)

@@ -73,7 +73,8 @@ class Vendor(Protocol):
 
     # Optional: ``paths``, a tuple of what a user reads for the routes
     # ("POST /v1/chat/completions"), listed by a 404 (serving.py reads it with getattr,
-    # so a shape without it still serves; its 404 then names the API instead).
+    # so a shape without it still serves; its 404 then names the API instead). Every
+    # registered shape has it (tests/test_endpoint_routes.py holds them to it).
 
     @property
     def live(self) -> LiveEndpoint:

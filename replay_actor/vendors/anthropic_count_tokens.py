@@ -68,6 +68,7 @@ class AnthropicCountTokens:
 
     name: Final = "anthropic-count-tokens"
     routes: Final = (re.compile(r"/messages/count_tokens/?$"),)
+    paths: Final = ("POST /v1/messages/count_tokens",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

@@ -78,6 +78,7 @@ class GeminiCountTokens:
 
     name: Final = "gemini-count-tokens"
     routes: Final = (ROUTE,)
+    paths: Final = ("POST /v1beta/models/{model}:countTokens",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

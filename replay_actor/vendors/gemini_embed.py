@@ -167,6 +167,10 @@ class GeminiEmbed:
 
     name: Final = "gemini-embed"
     routes: Final = (ROUTE,)
+    paths: Final = (
+        "POST /v1beta/models/{model}:embedContent",
+        "POST /v1beta/models/{model}:batchEmbedContents",
+    )
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

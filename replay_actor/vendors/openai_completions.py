@@ -169,6 +169,7 @@ class OpenAICompletions:
     name: Final = "openai-completions"
     # Not /chat/completions: the path segment before must not be "chat".
     routes: Final = (re.compile(r"(?:^|/)(?<!chat/)completions/?$"),)
+    paths: Final = ("POST /v1/completions",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

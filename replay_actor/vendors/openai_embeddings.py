@@ -142,6 +142,7 @@ class OpenAIEmbeddings:
     name: Final = "openai-embeddings"
     # Not /api/embeddings: that is Ollama's older endpoint, which is not served.
     routes: Final = (re.compile(r"(?<!/api)/embeddings/?$"),)
+    paths: Final = ("POST /v1/embeddings",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

@@ -87,6 +87,7 @@ class OpenAIInputTokens:
 
     name: Final = "openai-input-tokens"
     routes: Final = (re.compile(r"/responses/input_tokens/?$"),)
+    paths: Final = ("POST /v1/responses/input_tokens",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

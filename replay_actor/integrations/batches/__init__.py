@@ -17,6 +17,7 @@ live adapter; no vendor batch API is ever called.
     openai.py    /v1/files (upload, retrieve, content, list, delete), /v1/batches
     anthropic.py /v1/messages/batches (create, retrieve, list, cancel, delete, results)
     store.py     the bounded in-memory store of files and batches
+    _page.py     one page of a list endpoint (limit, after / after_id / before_id)
     _http.py     JSON answers, headers, the multipart upload
 """
 
@@ -48,12 +49,13 @@ class Batches:
         return [path for handler in self._handlers for path in handler.paths]
 
     def handle(
-        self, method: str, path: str, body: bytes, headers: Headers | None
+        self, method: str, path: str, body: bytes, headers: Headers | None, query: str = ""
     ) -> Answer | BatchWork | None:
         """The answer (or the batch to run) for a batch path, ``None`` for any other
-        (``path`` canonical: ``serving._routes.canonical_path``)."""
+        (``path`` canonical: ``serving._routes.canonical_path``; ``query`` the URL's
+        query, which the list endpoints page by)."""
         for handler in self._handlers:
-            handled = handler.handle(method, path, body, headers)
+            handled = handler.handle(method, path, body, headers, query)
             if handled is not None:
                 return handled
         return None

@@ -20,6 +20,7 @@ import msgspec
 from ...vendors.openai_responses._fields import identifier
 from .._answer import Answer, Headers, error_answer
 from ._http import header, json_answer, read_object
+from ._page import Paging, ends, page, read_limit, read_query
 from ._work import BatchWork, Router
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ __all__ = ["AnthropicBatches"]
 _ROUTE: Final = re.compile(r"^/v1/messages/batches(?:/([^/]+)(/results|/cancel)?)?/?$")
 _CUSTOM_ID: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _DAY: Final = 24 * 3600
+#: Anthropic's default and bound of ``limit``.
+_LIMIT: Final = (20, 1000)
 
 
 def _when(seconds: float) -> str:
@@ -42,6 +45,7 @@ class AnthropicBatches:
 
     paths: Final = (
         "POST /v1/messages/batches",
+        "GET /v1/messages/batches",
         "GET /v1/messages/batches/{batch_id}",
         "GET /v1/messages/batches/{batch_id}/results",
         "POST /v1/messages/batches/{batch_id}/cancel",
@@ -55,7 +59,7 @@ class AnthropicBatches:
         return error_answer("anthropic", status, kind, message)
 
     def handle(
-        self, method: str, path: str, body: bytes, headers: Headers | None
+        self, method: str, path: str, body: bytes, headers: Headers | None, query: str = ""
     ) -> Answer | BatchWork | None:
         route = _ROUTE.match(path)
         if route is None:
@@ -65,11 +69,7 @@ class AnthropicBatches:
             if method == "POST":
                 return self._create(body, headers)
             if method == "GET":
-                data = self._store.batches("msgbatch_")
-                first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
-                return json_answer(
-                    {"data": data, "has_more": False, "first_id": first, "last_id": last}
-                )
+                return self._list(read_query(query))
             return self._exchange.not_found(method, path, headers)
         wanted = {None: ("GET", "DELETE"), "/results": ("GET",), "/cancel": ("POST",)}[action]
         if method not in wanted:
@@ -87,6 +87,24 @@ class AnthropicBatches:
             return json_answer({"id": batch_id, "type": "message_batch_deleted"})
         # A batch ends at once: cancelling one leaves it as it is (docs/batches.md).
         return json_answer(batch)
+
+    def _list(self, params: dict[str, str]) -> Answer:
+        """One page, newest first: ``after_id`` pages on (the SDK passes the last
+        ``last_id``), ``before_id`` back (the first ``first_id``)."""
+        after, before = params.get("after_id"), params.get("before_id")
+        if after is not None and before is not None:
+            return self._error(400, "invalid_request", "give after_id or before_id, not both")
+        limit = read_limit(params, *_LIMIT)
+        if isinstance(limit, str):
+            return self._error(400, "invalid_request", limit)
+        cut = page(self._store.batches("msgbatch_"), Paging(limit, after, before))
+        if isinstance(cut, str):
+            return self._error(
+                400,
+                "invalid_request",
+                cut.replace("after must", "after_id must").replace("before must", "before_id must"),
+            )
+        return json_answer({"data": cut.items, "has_more": cut.has_more, **ends(cut.items)})
 
     def _create(self, body: bytes, headers: Headers | None) -> Answer | BatchWork:
         data = read_object(body)

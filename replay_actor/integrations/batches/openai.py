@@ -23,6 +23,7 @@ from ..._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ...vendors.openai_responses._fields import identifier
 from .._answer import Answer, Headers, error_answer
 from ._http import json_answer, read_object, read_upload
+from ._page import Paging, ends, page, read_limit, read_query
 from ._work import BatchWork, Router
 from .store import Store, StoredFile
 
@@ -31,6 +32,9 @@ __all__ = ["OpenAIBatches"]
 _FILES: Final = re.compile(r"^/v1/files(?:/([^/]+)(/content)?)?/?$")
 _BATCHES: Final = re.compile(r"^/v1/batches(?:/([^/]+)(/cancel)?)?/?$")
 _DAY: Final = 24 * 3600
+#: OpenAI's bounds and defaults of ``limit``: files list all by default, batches 20.
+_FILES_LIMIT: Final = (10_000, 10_000)
+_BATCHES_LIMIT: Final = (20, 100)
 
 
 def _file_object(stored: StoredFile) -> dict[str, Any]:
@@ -96,9 +100,11 @@ class OpenAIBatches:
 
     paths: Final = (
         "POST /v1/files",
+        "GET /v1/files",
         "GET /v1/files/{file_id}",
         "GET /v1/files/{file_id}/content",
         "POST /v1/batches",
+        "GET /v1/batches",
         "GET /v1/batches/{batch_id}",
         "POST /v1/batches/{batch_id}/cancel",
     )
@@ -111,15 +117,50 @@ class OpenAIBatches:
         return error_answer("openai", status, kind, message)
 
     def handle(
-        self, method: str, path: str, body: bytes, headers: Headers | None
+        self, method: str, path: str, body: bytes, headers: Headers | None, query: str = ""
     ) -> Answer | BatchWork | None:
         files = _FILES.match(path)
         if files is not None:
+            if method == "GET" and files.group(1) is None:
+                return self._list_files(read_query(query))
             return self._files(method, path, files.groups(), body, headers)
         batches = _BATCHES.match(path)
         if batches is not None:
+            if method == "GET" and batches.group(1) is None:
+                return self._list_batches(read_query(query))
             return self._batches(method, path, batches.group(1), batches.group(2), body)
         return None
+
+    def _listed(self, items: list[dict[str, Any]], paging: Paging | str) -> Answer:
+        """One page of a list, in OpenAI's cursor form (``after`` = the last id)."""
+        cut = paging if isinstance(paging, str) else page(items, paging)
+        if isinstance(cut, str):
+            return self._error(400, "invalid_request", cut)
+        return json_answer(
+            {"object": "list", "data": cut.items, **ends(cut.items), "has_more": cut.has_more}
+        )
+
+    def _list_files(self, params: dict[str, str]) -> Answer:
+        order = params.get("order", "desc")
+        if order not in ("asc", "desc"):
+            return self._error(400, "invalid_request", "order must be 'asc' or 'desc'")
+        limit = read_limit(params, *_FILES_LIMIT)
+        paging = limit if isinstance(limit, str) else Paging(limit, params.get("after"))
+        purpose = params.get("purpose")
+        # Only OpenAI's own files: an Anthropic batch's results are kept as a file too.
+        files = [
+            _file_object(f)
+            for f in self._store.files()
+            if f.id.startswith("file-") and purpose in (None, f.purpose)
+        ]
+        if isinstance(paging, Paging):
+            paging = paging._replace(ascending=order == "asc")
+        return self._listed(files, paging)
+
+    def _list_batches(self, params: dict[str, str]) -> Answer:
+        limit = read_limit(params, *_BATCHES_LIMIT)
+        paging = limit if isinstance(limit, str) else Paging(limit, params.get("after"))
+        return self._listed(self._store.batches("batch_"), paging)
 
     def _files(
         self,
@@ -133,9 +174,6 @@ class OpenAIBatches:
         content: str | None = groups[1]
         if file_id is None and method == "POST":
             return self._upload(body, headers)
-        if file_id is None and method == "GET":
-            data = [_file_object(f) for f in reversed(self._store.files())]
-            return json_answer({"object": "list", "data": data, "has_more": False})
         if file_id is None or method not in ("GET", "DELETE") or (content and method != "GET"):
             return self._exchange.not_found(method, path, headers)
         stored = self._store.file(file_id)
@@ -166,11 +204,6 @@ class OpenAIBatches:
     ) -> Answer | BatchWork:
         if batch_id is None and method == "POST":
             return self._create(body)
-        if batch_id is None and method == "GET":
-            data = self._store.batches("batch_")
-            first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
-            listed = {"object": "list", "data": data, "first_id": first, "last_id": last}
-            return json_answer({**listed, "has_more": False})
         if batch_id is None or method != ("POST" if cancel else "GET"):
             return self._exchange.not_found(method, path)
         batch = self._store.batch(batch_id)

@@ -248,6 +248,7 @@ class OllamaChat:
 
     name: Final = "ollama"
     routes: Final = (re.compile(r"/api/chat/?$"),)
+    paths: Final = ("POST /api/chat",)
     live: Final = LIVE
     stream_content_type: Final = NDJSON
 

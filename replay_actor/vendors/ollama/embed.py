@@ -95,6 +95,7 @@ class OllamaEmbed:
 
     name: Final = "ollama-embed"
     routes: Final = (re.compile(r"/api/embed/?$"),)
+    paths: Final = ("POST /api/embed",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

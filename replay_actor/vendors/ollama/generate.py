@@ -136,6 +136,7 @@ class OllamaGenerate:
 
     name: Final = "ollama-generate"
     routes: Final = (re.compile(r"/api/generate/?$"),)
+    paths: Final = ("POST /api/generate",)
     live: Final = LIVE
     stream_content_type: Final = NDJSON
 
