@@ -8,7 +8,7 @@ EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,
 BSTAMP := $(VENV)/.installed-bench
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint typecheck pytest node-deps demo demo-sdk bench soak clean
+.PHONY: help test lint typecheck pytest node-deps browser demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -25,7 +25,7 @@ $(BSTAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[$(EXTRAS),bench]'
 	touch $@
 
-test: $(STAMP) node-deps ## install into .venv, then run ruff, mypy --strict and pytest
+test: $(STAMP) node-deps browser ## install into .venv, then run ruff, mypy --strict and pytest
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -37,13 +37,13 @@ lint: $(STAMP) ## ruff only
 typecheck: $(STAMP) ## mypy --strict only
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) node-deps ## pytest only
+pytest: $(STAMP) node-deps browser ## pytest only
 	$(PY) -m pytest
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
 # @ai-sdk/openai) packages from Node (tests/test_frontdoor_node.py); where node is
 # missing those tests skip.
-NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai
+NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
 	@if command -v node >/dev/null 2>&1; then \
 		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \
@@ -65,3 +65,14 @@ soak: $(STAMP) ## random-kill soak: 1,000 cycles of killed owners, actors, zygot
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# The attribution example's HTML page is opened in headless Chromium
+# (tests/test_attribution_example.py); Debian's package is installed where apt-get runs as
+# root, and the test skips where no Chromium can be had.
+browser: ## install Debian's chromium for the HTML tests (root with apt-get only)
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null \
+		|| { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } \
+		|| echo "browser: chromium could not be installed; the HTML test will skip"; \
+	else echo "browser: no chromium (needs root and apt-get); the HTML test will skip"; fi; }

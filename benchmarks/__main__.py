@@ -22,8 +22,10 @@ from typing import Any
 import psutil
 
 from . import (
+    attribution,
     calls,
     concurrency,
+    embeddings,
     explaining,
     frontdoor,
     hotpath,
@@ -147,8 +149,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--only",
         default="",
         help=(
-            "comma-separated sections: P1 ... P14, P17, P18, P12r, P12g, E1 (or EXPLAIN),"
-            " P6b/P6c, P5d/P8c (or LARGE)"
+            "comma-separated sections: P1 ... P18, P12r, P12g, E1 (or EXPLAIN), "
+            "P6b/P6c, P5d/P8c (or LARGE), P1L/P12L/P14L (or LOGGING)"
         ),
     )
     parser.add_argument(
@@ -230,7 +232,18 @@ def main(argv: list[str] | None = None) -> int:
         ({"P12", "P12G"}, "the Gemini SDK path (P12g)", lambda: sdk.run_sdk_gemini(cfg)),
         ({"P13"}, "Ray backend (P13)", lambda: raybackend.run_ray(cfg)),
         ({"P14"}, "the front door (P14)", lambda: frontdoor.run_frontdoor(cfg)),
+        (
+            {"P15"},
+            "embeddings through the front door (P15)",
+            lambda: embeddings.run_embeddings(cfg),
+        ),
         ({"P17"}, "a sealed run's start-up (P17)", lambda: frontdoor.run_sealed_startup(cfg)),
+        ({"P16", "P16M"}, "compare two run logs (P16)", lambda: attribution.run_compare(cfg)),
+        (
+            {"P1L", "P12L", "P14L", "LOGGING"},
+            "the run log's overhead (P1L, P12L, P14L)",
+            lambda: attribution.run_logging(cfg),
+        ),
         (
             {"P18"},
             "the front door vs the LiteLLM proxy's cache (P18)",

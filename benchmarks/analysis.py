@@ -137,6 +137,20 @@ METHOD: Final = """\
   body and returns the front door's answer bytes (asserted equal first). The difference
   is the token check, the body decode and vendor mapping, one `acomplete()` round trip
   to the cursor actor (a third process) and the vendor response.
+- **P16**: `python -m replay_actor compare BASE CAND --json` timed whole (process start
+  to exit) on two generated logs of 50,000 calls each (10,000 scoped samples of five
+  calls, every 20th diverging in the candidate), with their request sidecars; its own
+  peak RSS from `wait4` (P16m) against the two log files' size.
+- **P1L, P12L, P14L**: P1's `complete()`, P12's `openai_client` call and P14's POST to
+  `serve`, each twice, interleaved: without a run log and with one (the manifest's
+  `log` key; `serve --log`). The ratio is what logging costs per call.
+- **P15**: `replay-actor serve` of a replay manifest holding one embedding entry (16
+  vectors of 1,536 float32 values); one `openai.OpenAI` client times, interleaved, its
+  `embeddings.create` of the 16 texts (the SDK's default base64, decoded by the SDK) to
+  it and to the bare uvicorn app of P14 returning the front door's answer bytes (the
+  vectors asserted equal first). The difference is the token check and body decode, one
+  `acomplete()` round trip to the cursor actor carrying the 24,576 numbers (their JSON
+  decode, ~2.5 ms, is most of it), the float32 packing (~0.6 ms) and base64.
 - **P17**: `replay-actor run` of a replay manifest on the 100-entry fixture with
   `python -c pass` as COMMAND, timed whole (process start to exit: the acquisition, the
   front door, the child, the summary), sealed in a network namespace against the same
@@ -151,6 +165,20 @@ METHOD: Final = """\
 """
 
 ANALYSIS: Final[dict[str, str]] = {
+    "P1L": """\
+The run log writes each line synchronously: one `write` of the whole line to an
+`O_APPEND` file before `complete()` returns, so a run killed at any moment (SIGKILL
+included) keeps the line of every call that returned (docs/attribution.md). That
+`write` is most of the overhead: about 3.5 us in a tight loop, 8-10 us between two actor
+round trips on this shared 2-core machine (the same on tmpfs, so not the file system);
+the wrapper's own work (the request hashed once and handed to the handle, the fixture
+line from the caller's index, the line's encoding) is about 3 us. Against a ~90 us call
+that is 1.14-1.16 x. Meeting 5 % would take writing the line off the call's path (a
+writer thread), which gives up the guarantee that a killed run keeps every returned
+call's line; it was not done. P12L and P14L, whose calls are milliseconds, meet it.""",
+    "P14L": """\
+As P1L: the front door's `acomplete()` adds one synchronous `write` of the line per
+request, a few microseconds on a ~1 ms request.""",
     "P1": """\
 `complete()` is `request_hash` in the caller plus one round trip to the actor over an
 AF_UNIX stream socket. The floor's two parts are each timed back to back; a call is not:
@@ -178,6 +206,12 @@ and 56.0 us).""",
     "P1b": """\
 As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
 idle, a call does (see P1 and "Where a call's time goes").""",
+    "P15": """\
+The floor answers canned bytes; the front door turns the stored vectors into them per
+request. Most of the difference is the entry's 24,576 numbers crossing from the cursor
+actor as JSON and being decoded (~2.5 ms with msgspec: ~100 ns a number) before the
+float32 packing (~0.6 ms for 16 x 1,536) and base64. Both sides share the SDK's own base64
+decode. On two shared cores the spread is wide: compare the IQRs and the paired ratio.""",
     "P14": """\
 The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
 does, per request, what the floor skips: the token check, a strict decode of the ~18 KB

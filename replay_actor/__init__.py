@@ -7,6 +7,28 @@ Names are resolved on first use (PEP 562 ``__getattr__``): the zygote imports
 ``replay_actor.replay.forked.zygote``, which runs this file first, and must not pay for
 the live adapter, the manifest parser or asyncio, which it never uses. ``from
 replay_actor import X`` and type checkers see no difference.
+
+The package (docs/architecture.md, "Map of the package", says more)::
+
+    _version.py      the version             _errors.py       the exception tree
+    _request.py      the neutral request     _response.py     the neutral response
+    _kinds.py        request kinds beyond chat (embedding, completion)
+    _canonical.py    RFC 8785 JSON           _memo.py         results by a value's image
+    _interface.py    ``Provider``            _strict_json.py  strict JSON text
+    _replay.py       acquire, Supervisor     manifest.py      ``open_provider``
+    pydantic_ai.py   ``ReplayModel``         ray.py           the Ray backend's acquire
+    __main__.py      ``python -m replay_actor``
+    fixture/         the file format and the table
+    files/           durable writes and the request sidecar
+    replay/          the cursor actor and the handles on it, folders by process
+    record/          record mode
+    adapters/        live adapters
+    vendors/         every vendor wire shape, one registry
+    authoring/       tools around a fixture
+    integrations/    SDKs, transports, frameworks
+    frontdoor/       every vendor API over local HTTP
+    attribution/     the run log and ``compare``
+    cli/             the ``replay-actor`` command
 """
 
 from __future__ import annotations
@@ -34,6 +56,7 @@ if TYPE_CHECKING:
         TooManyActors,
     )
     from ._interface import Provider
+    from ._kinds import CompletionRequest, EmbeddingRequest
     from ._replay import Supervisor, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
@@ -42,8 +65,10 @@ if TYPE_CHECKING:
         anthropic_client,
         async_anthropic_client,
         async_gemini_client,
+        async_ollama_client,
         async_openai_client,
         gemini_client,
+        ollama_client,
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
@@ -72,6 +97,8 @@ _LOCATIONS: dict[str, str] = {
     "SequenceExhausted": "_errors",
     "TooManyActors": "_errors",
     "Provider": "_interface",
+    "CompletionRequest": "_kinds",
+    "EmbeddingRequest": "_kinds",
     "Message": "_request",
     "Request": "_request",
     "Tool": "_request",
@@ -93,6 +120,8 @@ _LOCATIONS: dict[str, str] = {
     "async_openai_client": "integrations.sdk",
     "gemini_client": "integrations.sdk",
     "openai_client": "integrations.sdk",
+    "ollama_client": "integrations.sdk",
+    "async_ollama_client": "integrations.sdk",
     "AsyncProviderTransport": "integrations.transport",
     "ProviderTransport": "integrations.transport",
 }
@@ -102,6 +131,8 @@ __all__ = [
     "Adapter",
     "AsyncProviderTransport",
     "Ceilings",
+    "CompletionRequest",
+    "EmbeddingRequest",
     "FixtureError",
     "FixtureSet",
     "InspectionPathError",
@@ -131,11 +162,13 @@ __all__ = [
     "anthropic_client",
     "async_anthropic_client",
     "async_gemini_client",
+    "async_ollama_client",
     "async_openai_client",
     "canonical_json",
     "entry_line",
     "gemini_client",
     "load_fixture",
+    "ollama_client",
     "open_provider",
     "openai_client",
     "request_hash",

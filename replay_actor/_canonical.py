@@ -39,6 +39,7 @@ __all__ = [
     "jcs_float",
     "needs_key_reorder",
     "prepare",
+    "encode_prepared",
 ]
 
 #: Integers beyond this magnitude are not exactly representable as an IEEE double,

@@ -14,6 +14,8 @@
     ├── OwnerNotAlive                acquiring for an owner process that is not alive
     ├── TooManyActors                a Supervisor's max_actors is reached
     ├── InspectionPathError          the inspection record path cannot be used
+    ├── ControlMessageError          a malformed message between the caller, the zygote
+    │   (ValueError)                 and a holder (internal: never reaches a caller)
     ├── ManifestError                the manifest is invalid (.key names the offending key)
     ├── LiveProviderError            the live model endpoint failed (.status, if any)
     └── RecordingError               record mode cannot keep an answer or recover a journal
@@ -36,6 +38,7 @@ from typing import Any, Final
 __all__ = [
     "FIXTURE_REASONS",
     "ActorLost",
+    "ControlMessageError",
     "FixtureError",
     "InspectionPathError",
     "InvalidArgument",
@@ -225,6 +228,12 @@ class TooManyActors(ReplayError):
 class InspectionPathError(ReplayError):
     """The inspection record path cannot be used (a symbolic link, not a regular file,
     or not writable); the message names the problem, not the file's content."""
+
+
+class ControlMessageError(ReplayError, ValueError):
+    """A control message (an actor request to the zygote or a holder, or its reply) is
+    malformed (``replay/core/control.py``). Internal: the zygote and the holders drop
+    such a request, and the caller turns such a reply into ``ActorLost``."""
 
 
 class ManifestError(ReplayError):

@@ -21,6 +21,7 @@ encode is already JCS.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -34,10 +35,13 @@ from ._canonical import (
     needs_key_reorder,
 )
 from ._errors import RequestError
+from ._kinds import CompletionRequest, EmbeddingRequest, other_kind_canonical
 from ._memo import Memo
 from ._response import Reasoning
 
 __all__ = [
+    "HASHED",
+    "AnyRequest",
     "Message",
     "Request",
     "RequestLike",
@@ -100,10 +104,16 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     #: Tells apart otherwise identical requests that must get their own answers (an
     #: epoch, a rollout id); hashed, never sent to a live model. See docs/authoring.md.
     scope: dict[str, Any] | None = None
+    #: What is asked of the conversation: absent (None) for a chat answer, so chat hashes
+    #: are those of every fixture made before kinds; ``"count_tokens"`` for its token
+    #: count (docs/request.md, "Request kinds").
+    kind: Literal["count_tokens"] | None = None
 
 
+#: A request of any kind (docs/request.md, "Request kinds").
+AnyRequest = Request | EmbeddingRequest | CompletionRequest
 #: What every provider's ``complete`` accepts.
-RequestLike = Request | Mapping[str, Any]
+RequestLike = Request | EmbeddingRequest | CompletionRequest | Mapping[str, Any]
 
 _STRUCTS: Final = (Request, Message, Tool, ToolCall, Reasoning)
 
@@ -126,6 +136,8 @@ def _source(request: RequestLike) -> Mapping[str, Any]:
         return request
     if isinstance(request, Request):
         return _unstruct(request)  # type: ignore[no-any-return]
+    if isinstance(request, EmbeddingRequest | CompletionRequest):
+        return {name: getattr(request, name) for name in request.__struct_fields__}
     if isinstance(request, Mapping):
         return request
     raise RequestError(f"a request must be a Request or a mapping, not {type(request).__name__}")
@@ -150,6 +162,10 @@ _T = TypeVar("_T")
 # members appended.
 _FIELDS: Final = msgspec.structs.fields(Request)
 _CONFIG_NAMES: Final = tuple(field.name for field in _FIELDS if field.name != "messages")
+#: ``kind`` sorts before ``messages``: it leads the canonical bytes instead of following.
+_LEADING: Final = "kind"
+_KIND_PREFIX: Final = b'{"kind":"count_tokens",'
+_HASHED_KINDS: Final = {"count_tokens": _KIND_PREFIX}
 _Config: Final[Any] = msgspec.defstruct(
     "_Config",
     [
@@ -249,6 +265,7 @@ def _member(name: str) -> Callable[[Any], bytes]:
 _MEMBERS: Final[tuple[tuple[str, Memo[bytes], Callable[[Any], bytes]], ...]] = tuple(
     (name, Memo(len, max_value=1024 * 1024, max_bytes=4 * 1024 * 1024), _member(name))
     for name in sorted(_CONFIG_NAMES)  # the canonical order: the names are ASCII
+    if name != _LEADING
 )
 
 
@@ -295,6 +312,9 @@ def _canonical_parts(
     """The canonical request in parts: the messages' object (its closing brace is to be
     dropped), then the configuration's members, closing brace included. The reasoning
     messages carry is left out, and appended to ``carried`` if that is given."""
+    other = other_kind_canonical(request)
+    if other is not None:
+        return other, [b"}"]
     source = _source(request)
     try:
         conversation = msgspec.convert(source, _PlainConversation)
@@ -309,15 +329,32 @@ def _canonical_parts(
             members.append(memo(value, compute))
             setattr(conversation, name, unset)  # the head holds the messages only
     members.append(b"}")
-    return encode_prepared(conversation, conversation), members
+    kind = conversation.kind
+    conversation.kind = unset  # it leads the bytes (sorted before "messages"), if at all
+    if kind is unset or kind is None:
+        return encode_prepared(conversation, conversation), members
+    prefix = _HASHED_KINDS.get(kind) if type(kind) is str else None
+    if prefix is None:
+        raise RequestError(
+            "invalid request: $.kind must be 'count_tokens', 'embedding' or 'completion' "
+            "(absent for chat)"
+        )
+    return prefix + encode_prepared(conversation, conversation)[1:], members
 
 
-def normalise_request(request: RequestLike) -> Request:
-    """Validate ``request`` and return a fresh, checked ``Request``.
+def normalise_request(request: RequestLike) -> AnyRequest:
+    """Validate ``request`` and return a fresh, checked request of its kind (a
+    ``Request``, ``EmbeddingRequest`` or ``CompletionRequest``).
 
     Raises ``RequestError`` saying what is wrong and where (a JSON path).
     """
-    _canonical_parts(request)  # checks every free-form value as hashing does
+    canonical, _ = _canonical_parts(request)  # checks every free-form value as hashing does
+    if isinstance(request, EmbeddingRequest | CompletionRequest) or canonical[:8] == b'{"kind":':
+        plain = msgspec.json.decode(canonical)
+        if plain.get("kind") == "embedding":
+            return msgspec.convert(plain, EmbeddingRequest)
+        if plain.get("kind") == "completion":
+            return msgspec.convert(plain, CompletionRequest)
     return _convert(_source(request), Request)
 
 
@@ -336,8 +373,20 @@ def canonical_request_and_reasoning(request: RequestLike) -> tuple[bytes, Carrie
     return b"".join([head[:-1], *members]), carried
 
 
+#: ``(request, its hash)`` while a wrapper that has just hashed ``request`` hands it on
+#: (the run log's provider, attribution/provider.py): the provider it wraps then reads
+#: the hash instead of computing it again. Context-local, so another thread or asyncio
+#: task never sees it, and matched by identity within that one hand-over only.
+HASHED: Final[contextvars.ContextVar[tuple[object, str] | None]] = contextvars.ContextVar(
+    "replay_actor_hashed", default=None
+)
+
+
 def request_hash(request: RequestLike) -> str:
     """``sha256:`` + hex sha256 of the canonical JSON of the normalised request."""
+    handed = HASHED.get()
+    if handed is not None and handed[0] is request:
+        return handed[1]
     head, members = _canonical_parts(request)
     digest = hashlib.sha256(memoryview(head)[:-1])
     digest.update(b"".join(members))

@@ -17,7 +17,15 @@ key                type                          absent means
 ``created``        integer                       0
 ``refusal``        string or null                the model did not refuse
 ``reasoning``      ``{vendor, items: [object]}`` no reasoning (replayed only to ``vendor``)
+``embeddings``     ``[[number]]``                no vectors (the answer to an embedding
+                                                 request: one vector per text, in order)
+``input_tokens``   integer or null               no count (the answer to a
+                                                 ``count_tokens`` request)
 =================  ============================  =========================================
+
+A completion (``kind: "completion"``) answers with ``content``, as chat does. Vectors are
+kept as JSON numbers: a vector recorded from base64 float32 holds each float32 exactly, so
+it is served float32-exact in both of OpenAI's encodings (docs/embeddings.md).
 
 A value of the wrong type (``"content": 3``) cannot be said faithfully in any vendor's
 shape: it raises :class:`Unexpressible`, which the transports answer as a closed failure.
@@ -66,6 +74,8 @@ class Response(msgspec.Struct, omit_defaults=True):
     created: int = 0
     refusal: str | None = None
     reasoning: Reasoning | None = None
+    embeddings: list[list[float]] | None = None
+    input_tokens: int | None = None
 
 
 _convert: Final = msgspec.convert

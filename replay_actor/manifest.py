@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ._errors import ManifestError
+from ._errors import ManifestError, ReplayError
 from ._interface import Provider
 from .adapters._config import toml_type_name
 from .adapters.base import load_adapter_factory
@@ -42,9 +42,10 @@ _REPLAY_KEYS: Final = frozenset(
         "ceilings",
         "timeout",
         "backend",
+        "log",
     }
 )
-_RECORD_KEYS: Final = frozenset({"kind", "fixture", "data", "ceilings", "live"})
+_RECORD_KEYS: Final = frozenset({"kind", "fixture", "data", "ceilings", "live", "log"})
 _TOML_LINE: Final = re.compile(r"at line (\d+), column (\d+)")
 
 
@@ -184,13 +185,19 @@ def _live(table: _Table, adapter_keys: Mapping[str, Any]) -> LiveProvider:
     raise ManifestError(message, key=key)
 
 
-def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provider:
+def open_provider(
+    manifest: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    log: str | os.PathLike[str] | None = None,
+) -> Provider:
     """Open the provider a manifest describes (a TOML file path, or the same mapping).
 
     Relative paths are relative to the manifest file's folder (a mapping's: the current
-    directory). Raises ``ManifestError`` naming the offending key; the replay kind may
-    also raise ``FixtureError`` (the fixture is rejected), the record kind ``FixtureError``
-    or ``ReplayError`` (the fixture is being recorded by another provider).
+    directory). ``log``: write a run log there (docs/attribution.md), instead of the
+    manifest's ``log`` key if it has one. Raises ``ManifestError`` naming the offending
+    key; the replay kind may also raise ``FixtureError`` (the fixture is rejected), the
+    record kind ``FixtureError`` or ``ReplayError`` (the fixture is being recorded by
+    another provider).
     """
     data, base = _read(manifest)
     for name in data:
@@ -200,13 +207,46 @@ def open_provider(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> Provi
         raise ManifestError("the manifest has no [provider] table", key="provider")
     provider = _Table(data["provider"], "provider")
     kind = provider.choice("kind", KINDS)
+    log_path = _path(provider, "log", base, required=False) if log is None else os.fspath(log)
+    opened: Provider
     if kind == "live":
-        # Every key but kind belongs to the adapter, which checks them itself.
-        rest = {k: v for k, v in provider.values.items() if k != "kind"}
-        return _live(provider, rest)
-    if kind == "record":
-        return _record(provider, base)
-    return _replay(provider, base)
+        # Every key but kind (and log) belongs to the adapter, which checks them itself.
+        rest = {k: v for k, v in provider.values.items() if k not in ("kind", "log")}
+        opened = _live(provider, rest)
+    elif kind == "record":
+        opened = _record(provider, base)
+    else:
+        opened = _replay(provider, base)
+    if log_path is None:
+        return opened
+    return _logged(opened, log_path, kind, provider, base)
+
+
+def _logged(opened: Provider, log_path: str, kind: str, table: _Table, base: str) -> Provider:
+    """``opened`` with every call written to the run log at ``log_path``."""
+    from .attribution.log import RunLog
+    from .attribution.provider import FixtureIndex, LoggedProvider
+
+    try:
+        private = kind != "live" and _private(table)
+        try:
+            run_log = RunLog(log_path, private=private, provider=kind)
+        except ManifestError:
+            raise
+        except ReplayError as exc:
+            raise ManifestError(f"provider.log: {exc}", key="provider.log") from None
+        # Only a replay fixture's lines stay put (a recording rewrites its fixture).
+        fixture = _path(table, "fixture", base, required=True) if kind == "replay" else None
+        index = None
+        if fixture is not None:
+            try:
+                index = FixtureIndex(fixture)
+            except OSError:  # a Ray backend's fixture may be readable only on its node
+                index = None
+    except BaseException:
+        opened.release()
+        raise
+    return LoggedProvider(opened, run_log, index)
 
 
 def _record(provider: _Table, base: str) -> Provider:
@@ -289,13 +329,13 @@ def _replay_options(provider: _Table, inspection: str | None) -> dict[str, Any]:
 
 
 #: The ``[provider]`` keys that hold paths relative to the manifest's folder.
-_PATH_KEYS: Final = ("fixture", "inspection")
+_PATH_KEYS: Final = ("fixture", "inspection", "log")
 
 
 def read_manifest(manifest: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
     """The manifest as the mapping ``open_provider`` takes, its relative paths
-    (``provider.fixture``, ``provider.inspection``) made absolute, so it can be changed
-    (another kind, another table) and opened from any directory.
+    (``provider.fixture``, ``provider.inspection``, ``provider.log``) made absolute, so it
+    can be changed (another kind, another table) and opened from any directory.
 
     Only reads: a file that is not a readable TOML manifest raises ``ManifestError``, but
     the keys are checked by ``open_provider``, which reports them with its usual words.

@@ -58,7 +58,7 @@ def test_add_appends_to_an_entry_whose_hash_is_spelled_with_an_escape(
         + b'","response":{"content":"a"}}\n'
     )
     assert HASH in load_fixture(fixture)  # valid: the escape spells the same hash
-    code, out, err = run(capsys, "add", str(fixture), HASH, "--content", "b")
+    code, out, err = run(capsys, "add", str(fixture), HASH, "--content", "b", "--next")
     assert (code, err) == (0, "")
     assert out == f"appended to {HASH} in {fixture}: a sequence of 2 responses\n"
     lines = fixture.read_bytes().splitlines()
@@ -329,7 +329,7 @@ def test_coverage_skips_and_counts_forged_hash_fields(
     code, out, err = run(capsys, "coverage", str(fixture), str(record))
     assert code == 0
     assert "\x1b" not in out and "\x07" not in out
-    assert out.splitlines()[-2:] == ["misses: 1 request, 1 call", f"  {good}  1 call"]
+    assert out.splitlines()[-3:-1] == ["misses: 1 request, 1 call", f"  {good}  1 call"]
     assert (
         "replay-actor: note: skipped 4 record lines whose request_hash is not 'sha256:' and "
         "64 lowercase hexadecimal digits\n"

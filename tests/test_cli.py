@@ -382,7 +382,11 @@ def test_lookup_private_miss_prints_no_hash(run: Run, fixture_path: Path, tmp_pa
     request = _write_json(tmp_path / "req.json", MISS_REQUEST)
     code, out, err = run("lookup", "--private", str(fixture_path), str(request))
     assert code == 3
-    assert err == "no replay fixture matches this request\n"
+    assert err == (
+        "no replay fixture matches this request\n"
+        "replay-actor: note: private data: the request hash is withheld; --inspection PATH "
+        "records it in an owner-only file\n"
+    )
     digest = request_hash(MISS_REQUEST)
     assert "sha256:" not in out + err
     assert digest.removeprefix("sha256:") not in out + err
@@ -410,6 +414,7 @@ def test_lookup_inspection_record(
         assert code == 3
         if private:
             assert "sha256:" not in out + err
+            assert f"it is in the owner-only record {record}" in err
     digest = request_hash(MISS_REQUEST)
     lines = [json.loads(line) for line in record.read_text().splitlines()]
     assert lines == [{"event": "miss", "request_hash": digest, "call": 1}] * 2
@@ -607,7 +612,8 @@ def test_subprocess_lookup_miss_and_private(fixture_path: Path) -> None:
     assert request_hash(MISS_REQUEST).encode() in proc.stderr
     proc = _python_m("lookup", "--private", str(fixture_path), "-", stdin_bytes=body)
     assert proc.returncode == 3
-    assert proc.stderr == b"no replay fixture matches this request\n"
+    assert proc.stderr.startswith(b"no replay fixture matches this request\n")
+    assert b"the request hash is withheld" in proc.stderr
     assert b"sha256:" not in proc.stdout + proc.stderr
 
 

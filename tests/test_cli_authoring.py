@@ -148,7 +148,13 @@ def test_add_a_new_entry_then_a_sequence(
     ]
     answer = tmp_path / "answer.json"
     answer.write_text('{"content": "drizzle", "finish_reason": "stop"}')
-    code, out, _ = run(capsys, "add", files["fixture"], digest, "--response", str(answer))
+    # the same hash again is refused, nothing changed, and the message says what to do
+    before = Path(files["fixture"]).read_bytes()
+    code, out, err = run(capsys, "add", files["fixture"], digest, "--response", str(answer))
+    assert (code, out) == (1, "")
+    assert "already holds" in err and "--next" in err and "--replace" in err
+    assert Path(files["fixture"]).read_bytes() == before
+    code, out, _ = run(capsys, "add", files["fixture"], digest, "--response", str(answer), "--next")
     assert code == 0
     assert out == f"appended to {digest} in {files['fixture']}: a sequence of 2 responses\n"
     assert load_fixture(files["fixture"]).responses_for(digest) == [
@@ -235,6 +241,7 @@ def test_coverage_text_json_and_the_served_note(
         "unused": [digest],
         "partly_consumed": [],
         "misses": [{"request_hash": miss, "count": 1}],
+        "exhausted": [],
     }
     assert "no record has served lines" in err
     with record.open("a") as handle:
@@ -247,6 +254,7 @@ def test_coverage_text_json_and_the_served_note(
         "sequences not fully consumed: 0",
         "misses: 1 request, 1 call",
         f"  {miss}  1 call",
+        "exhausted sequences: 0 requests, 0 calls past the end",
     ]
     code, _, err = run(capsys, "coverage", files["fixture"], str(tmp_path / "none.jsonl"))
     assert code == 1 and "none.jsonl: cannot read the inspection record" in err
@@ -258,7 +266,11 @@ def test_private_lookup_prints_nothing_from_the_sidecar(
 ) -> None:
     code, out, err = run(capsys, "lookup", "--private", files["fixture"], files["missing"])
     assert (code, out) == (3, "")
-    assert err == "no replay fixture matches this request\n"
+    assert err.splitlines() == [
+        "no replay fixture matches this request",
+        "replay-actor: note: private data: the request hash is withheld; --inspection PATH "
+        "records it in an owner-only file",
+    ]
 
 
 def test_explain_reads_a_vendor_body_with_from(

@@ -62,9 +62,10 @@ def test_hash_from_either_vendor(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert run(capsys, "hash", "--from", "openai", openai_file) == (0, EXPECTED + "\n", "")
     assert run(capsys, "hash", "--from", "anthropic", anthropic_file) == (0, EXPECTED + "\n", "")
     assert request_hash(vendor_openai.read_body(OPENAI_BODY).request) == EXPECTED
-    # Without --from the body is not a neutral request (model, stream are not fields).
+    # Without --from the body is not a neutral request (model, stream are not fields):
+    # the error says so and names the flag that reads it.
     code, _, err = run(capsys, "hash", openai_file)
-    assert code == 1 and "invalid request" in err
+    assert code == 1 and "not a provider-neutral request: add --from openai" in err
 
 
 def test_lookup_and_stub_from_a_vendor_body(

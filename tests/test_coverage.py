@@ -68,6 +68,7 @@ def test_three_runs(fixture: Path, tmp_path: Path) -> None:
         "unused": [DEAD],
         "partly_consumed": [{"request_hash": SEQ3, "served": 2, "length": 3}],
         "misses": [{"request_hash": MISS_A, "count": 2}, {"request_hash": MISS_B, "count": 1}],
+        "exhausted": [{"request_hash": SEQ2, "count": 1}],
     }
     assert report.served_events == 8
     assert coverage_text("fx.jsonl", report).splitlines() == [
@@ -79,6 +80,8 @@ def test_three_runs(fixture: Path, tmp_path: Path) -> None:
         "misses: 2 requests, 3 calls",
         f"  {MISS_A}  2 calls",
         f"  {MISS_B}  1 call",
+        "exhausted sequences: 1 request, 1 call past the end",
+        f"  {SEQ2}  1 call",
     ]
 
 

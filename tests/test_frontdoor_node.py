@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.chat_server import ChatServer
+from tests.endpoints_server import EndpointsServer, endpoints_server, vector
 from tests.frontdoor_util import (
     misses,
     neutral_hash,
@@ -30,11 +31,14 @@ from tests.frontdoor_util import (
     write_fixture,
 )
 
+__all__ = ["endpoints_server"]
+
 NODE = shutil.which("node")
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
 APP = ROOT / "tests" / "node" / "frontdoor_app.cjs"
 AI_APP = ROOT / "tests" / "node" / "ai_sdk_app.cjs"
+EMBED_APP = ROOT / "tests" / "node" / "ai_sdk_embed_app.cjs"
 
 pytestmark = [
     pytest.mark.skipif(NODE is None, reason="node is not installed"),
@@ -191,3 +195,36 @@ def test_a_miss_the_vercel_ai_sdk_swallows_makes_run_exit_4(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"text": "hello"}
     assert summary(done.stderr).startswith("replay-actor: 1 served, 0 missed, 0 exhausted,")
+
+
+def test_vercel_ai_sdk_embed_and_embed_many_record_then_replay_under_run(
+    tmp_path: Path, endpoints_server: EndpointsServer
+) -> None:
+    """The AI SDK's ``embed``/``embedMany``, recorded through the loopback fake vendor
+    under ``run``, then replayed twice: identical output, every vector float32-exact."""
+    assert NODE is not None
+    key = "REPLAY_ACTOR_TEST_EMBED_KEY"
+    record = record_manifest(
+        tmp_path, endpoints_server.url + "/v1", model="m-live", api_key_env=key
+    )
+    app = [NODE, str(EMBED_APP)]
+    recorded = run_cli(record, app, env=node_env(**{key: "sk-test-embed"}))
+    assert recorded.returncode == 0, recorded.stderr
+    assert summary(recorded.stderr).startswith("replay-actor: 3 served, 0 missed,")
+    lines = (tmp_path / "recorded.jsonl").read_text().splitlines()
+    assert len(lines) == 3  # query, documents, the 4-dimension one: three requests
+    expected = {
+        "query": vector("where is the cat?"),
+        "documents": [vector("the cat sat"), vector("on the mat")],
+        "short": vector("the cat sat", 4),
+    }
+    assert {k: v for k, v in json.loads(recorded.stdout).items() if k != "tokens"} == expected
+    replay = replay_manifest(tmp_path, tmp_path / "recorded.jsonl")
+    outputs = []
+    for _ in range(2):
+        done = run_cli(replay, app, env=node_env())
+        assert done.returncode == 0, done.stderr
+        assert summary(done.stderr).startswith("replay-actor: 3 served, 0 missed, 0 exhausted,")
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0] == outputs[1] == json.loads(recorded.stdout)
+    assert outputs[0]["tokens"] == 6  # the fake vendor's usage, replayed

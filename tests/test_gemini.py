@@ -712,7 +712,9 @@ def test_the_registry_routes_gemini_paths() -> None:
         assert len(got) == 2
         vendor, call = got
         assert vendor.name == "gemini" and (call.model, call.stream) == (MODEL, stream)
-    missing = exchange.prepare("POST", f"/v1beta/models/{MODEL}:countTokens", body)
+    counted = exchange.prepare("POST", f"/v1beta/models/{MODEL}:countTokens", body)
+    assert len(counted) == 2 and counted[0].name == "gemini-count-tokens"
+    missing = exchange.prepare("POST", f"/v1beta/models/{MODEL}:computeTokens", body)
     assert len(missing) == 3 and missing[0] == 404
 
 

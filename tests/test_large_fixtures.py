@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,13 @@ from replay_actor import (
 from replay_actor.fixture import DEFAULT_CEILINGS, load_shareable
 from replay_actor.fixture._parse import _bulk_table
 from replay_actor.replay.caller.zygote_client import Zygote
-from replay_actor.replay.forked.zygote import CACHE_ENTRY_BYTES, HOLD_SECONDS_ENV
+from replay_actor.replay.forked.zygote import (
+    CACHE_ENTRY_BYTES,
+    HOLD_SECONDS,
+    HOLD_SECONDS_ENV,
+    MAX_HOLD_SECONDS,
+    hold_seconds,
+)
 from tests.procs import wait_gone
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -389,6 +396,47 @@ def test_a_changed_large_fixture_is_revalidated_and_refused_by_rule_and_line(
     with acquire(path, timeout=60) as provider:
         assert holder_of(provider.actor_pid).pid == holder  # the same holder reloaded
         assert answer(provider, 2).startswith("answer 2 two")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (None, HOLD_SECONDS),
+        ("", HOLD_SECONDS),
+        ("soon", HOLD_SECONDS),
+        ("nan", HOLD_SECONDS),
+        ("-1", HOLD_SECONDS),
+        ("0", 0.0),
+        ("2.5", 2.5),
+        ("1e6", MAX_HOLD_SECONDS),
+        ("1e10", MAX_HOLD_SECONDS),
+        ("1e300", MAX_HOLD_SECONDS),
+        ("1e400", MAX_HOLD_SECONDS),  # inf as a float
+        ("inf", MAX_HOLD_SECONDS),
+    ],
+)
+def test_the_hold_seconds_are_validated_and_clamped(value: str | None, seconds: float) -> None:
+    assert hold_seconds(value) == seconds
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.parametrize("value", ["1e10", "1e300"])
+def test_a_huge_hold_still_serves_later_acquisitions(
+    fresh_zygote: Zygote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # Before, the holder's select() raised OverflowError on such a wait, the holder
+    # died, and every acquisition of a large fixture failed with ActorLost.
+    monkeypatch.setenv(HOLD_SECONDS_ENV, value)  # read when the zygote starts: now
+    path = tmp_path / "big.jsonl"
+    write_large(path)
+    with acquire(path, timeout=60) as first:
+        holder = holder_of(first.actor_pid).pid
+        assert answer(first, 1).startswith("answer 1 one")
+    for i in (2, 3):  # later acquisitions, after the holder waited with nothing to do
+        time.sleep(0.2)
+        with acquire(path, timeout=60) as later:
+            assert holder_of(later.actor_pid).pid == holder  # kept: the hold is long
+            assert answer(later, i).startswith(f"answer {i} one")
 
 
 @pytest.mark.usefixtures("no_leaks")

@@ -243,6 +243,7 @@ def test_coverage_over_three_real_runs(tmp_path: Path) -> None:
                 ],
                 key=lambda item: str(item["request_hash"]),
             ),
+            "exhausted": [],
         }
 
 

@@ -620,8 +620,9 @@ def test_other_paths_are_404_naming_the_path(counted: Counting) -> None:
     with pytest.raises(anthropic.NotFoundError) as other:
         counted_anthropic(counted).models.list()
     assert "/v1/models" in other.value.body["error"]["message"]  # type: ignore[index]
+    # Legacy completions are served now (docs/ollama.md); images are not.
     with pytest.raises(openai.NotFoundError):
-        counted_openai(counted).completions.create(model=MODEL, prompt="x")
+        counted_openai(counted).images.generate(model=MODEL, prompt="x")
     assert counted.calls == 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -349,3 +350,33 @@ def test_exiting_without_release_does_not_wait_for_the_actor_it_owns(tmp_path: P
     assert done.returncode == 0, done.stderr
     spent_in_exit_hooks = float(done.stdout.split()[-1])
     assert spent_in_exit_hooks < 0.5  # it used to be the full 1 s wait
+
+
+# -- malformed control messages (core/control.py) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "message",
+    [b"no-token-here", b"7 not a config", b"7 {}", b"x1 {}"],
+)
+def test_a_malformed_request_is_dropped_and_the_zygote_serves_on(
+    own_zygote: Zygote, tmp_path: Path, message: bytes
+) -> None:
+    path = tmp_path / "f.jsonl"
+    write(path, "still here")
+    assert answer(path) == "still here"  # the zygote is up
+    zygote_pid = own_zygote.pid
+    control = own_zygote._control
+    assert control is not None and zygote_pid is not None
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ours:
+        with own_zygote._lock:  # a request of our own, sent as spawn sends one
+            socket.send_fds(control, [message], [theirs.fileno()])
+        theirs.close()
+        # Dropped: no actor is forked for it, and the zygote closes the end it got,
+        # so ours sees EOF (the only other copy was ``theirs``, closed above).
+        ours.settimeout(10)
+        assert ours.recv(1) == b""
+    assert children_of(zygote_pid) == []
+    assert own_zygote.pid == zygote_pid  # it did not die of it
+    assert answer(path) == "still here"

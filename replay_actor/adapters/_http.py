@@ -276,6 +276,16 @@ class HTTPAdapter:
         one."""
         raise NotImplementedError
 
+    def url_for(self, request: dict[str, Any]) -> str:
+        """Where ``request`` is posted: the configured URL, unless the adapter sends a
+        request of another kind elsewhere (an embedding, a token count)."""
+        return self._config.url
+
+    def parse_for(self, request: dict[str, Any], data: Any) -> dict[str, Any]:
+        """``parse`` for the answer to ``request`` (an adapter may read each kind's
+        answer its own way)."""
+        return self.parse(data)
+
     # -- the retry policy, shared by both forms: each attempt yields an outcome, which is
     # either the neutral response, a delay before the next attempt, or the final error.
 
@@ -288,7 +298,11 @@ class HTTPAdapter:
         return min(backoff, cfg.retry_max_wait)
 
     def _judge(
-        self, attempt: int, answer: _Answer | None, failure: str | None
+        self,
+        attempt: int,
+        answer: _Answer | None,
+        failure: str | None,
+        request: dict[str, Any],
     ) -> dict[str, Any] | float | LiveProviderError:
         last = attempt >= self._config.max_retries
         attempts = f"{attempt + 1} attempt{'s' if attempt else ''}"
@@ -322,7 +336,7 @@ class HTTPAdapter:
                 "the live endpoint's response is not valid JSON", status=status
             )
         try:
-            neutral = self.parse(data)
+            neutral = self.parse_for(request, data)
         except Malformed as exc:
             problem = str(exc)
         else:
@@ -361,11 +375,11 @@ class HTTPAdapter:
     # -- one attempt: the sync form runs under the per-thread deadline that the network
     # backend enforces; the async form under asyncio.timeout.
 
-    def _attempt(self, body: bytes) -> _Answer | str:
+    def _attempt(self, body: bytes, url: str) -> _Answer | str:
         deadline = time.monotonic() + self._config.timeout
         token = _deadline.set(deadline)
         try:
-            with self._own_client().stream("POST", self._config.url, content=body) as response:
+            with self._own_client().stream("POST", url, content=body) as response:
                 limit = self._ceiling(response)
                 content: bytes | None = None
                 if limit is not None:
@@ -385,10 +399,10 @@ class HTTPAdapter:
         finally:
             _deadline.reset(token)
 
-    async def _aattempt(self, client: httpx.AsyncClient, body: bytes) -> _Answer | str:
+    async def _aattempt(self, client: httpx.AsyncClient, body: bytes, url: str) -> _Answer | str:
         try:
             async with asyncio.timeout(self._config.timeout):
-                async with client.stream("POST", self._config.url, content=body) as response:
+                async with client.stream("POST", url, content=body) as response:
                     limit = self._ceiling(response)
                     content: bytes | None = None
                     if limit is not None:
@@ -406,33 +420,40 @@ class HTTPAdapter:
         except self._httpx.HTTPError as exc:
             return self._failure_kind(exc)
 
-    def _settle(self, attempt: int, answer: _Answer | str) -> dict[str, Any] | float:
+    def _settle(
+        self, attempt: int, answer: _Answer | str, request: dict[str, Any]
+    ) -> dict[str, Any] | float:
         """The neutral response, or the delay before the next attempt; raises the final
         ``LiveProviderError`` (outside any ``except`` block: nothing rides along)."""
         if isinstance(answer, str):
-            outcome = self._judge(attempt, None, answer)
+            outcome = self._judge(attempt, None, answer, request)
         else:
-            outcome = self._judge(attempt, answer, None)
+            outcome = self._judge(attempt, answer, None, request)
         if isinstance(outcome, LiveProviderError):
             raise outcome
         return outcome
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         body = self._encoded(request)
+        url = self.url_for(request)
         attempt = 0
-        while not isinstance(outcome := self._settle(attempt, self._attempt(body)), dict):
+        while not isinstance(
+            outcome := self._settle(attempt, self._attempt(body, url), request), dict
+        ):
             time.sleep(outcome)
             attempt += 1
         return outcome
 
     async def acomplete(self, request: dict[str, Any]) -> dict[str, Any]:
         body = self._encoded(request)
+        url = self.url_for(request)
         attempt = 0
         async with self._httpx.AsyncClient(
             timeout=self._timeout, headers=self._headers, follow_redirects=False
         ) as client:
             while not isinstance(
-                outcome := self._settle(attempt, await self._aattempt(client, body)), dict
+                outcome := self._settle(attempt, await self._aattempt(client, body, url), request),
+                dict,
             ):
                 await asyncio.sleep(outcome)
                 attempt += 1

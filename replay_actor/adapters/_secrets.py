@@ -37,6 +37,7 @@ __all__ = [
     "piece_length",
     "redact_key_pieces",
     "strings_in",
+    "KeyLogFilter",
 ]
 
 #: How many characters of the key a shared run needs, at most.

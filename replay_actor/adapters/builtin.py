@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final, cast
 
-from .._errors import ManifestError
+from .._errors import ManifestError, RequestError
 from ..vendors import Vendor, make_vendor, vendor_names
 from ..vendors._endpoint import EndpointOption, LiveEndpoint
 from ._config import COMMON_KEYS, HTTPConfig, string_field
@@ -52,6 +52,7 @@ class VendorAdapter(HTTPAdapter):
         endpoint = self.endpoint
         # The path's own keys are checked first: the URL is made from them.
         path = _path(endpoint, config)
+        self._path_values = _path_values(endpoint, config)
         cfg = HTTPConfig(
             config,
             name=self.name,
@@ -66,12 +67,48 @@ class VendorAdapter(HTTPAdapter):
         if cfg.api_key is not None:
             headers[endpoint.key_header] = endpoint.key_prefix + cfg.api_key
         super().__init__(cfg, headers)
+        self._base_url = cfg.url[: len(cfg.url) - len(path)]
+
+    def _shape_of(self, request: dict[str, Any]) -> Vendor:
+        """The shape that asks ``request`` live: this adapter's own for chat, the one its
+        endpoint names for another kind; ``RequestError`` for a kind it cannot ask."""
+        kind = request.get("kind")
+        if kind is None:
+            return self.vendor
+        name = dict(self.endpoint.kinds).get(kind)
+        if name is None:
+            raise RequestError(f"the {self.name} adapter cannot ask {kind!r} requests live")
+        return _kind_vendor(name)
 
     def body(self, request: dict[str, Any]) -> dict[str, Any]:
-        return self.vendor.to_body(request, self.model)
+        shape = self._shape_of(request)
+        return shape.to_body(request, self.model)
+
+    def url_for(self, request: dict[str, Any]) -> str:
+        shape = self._shape_of(request)
+        if shape is self.vendor:
+            return self._config.url
+        # An embedding names its own model (it is hashed); other kinds use the table's.
+        model = request.get("model") if request.get("kind") == "embedding" else self.model
+        name = urllib.parse.quote(str(model or "").removeprefix("models/"), safe="")
+        return self._base_url + shape.live.path.format(model=name, **self._path_values)
 
     def parse(self, data: Any) -> dict[str, Any]:
         return self.vendor.from_response(data)
+
+    def parse_for(self, request: dict[str, Any], data: Any) -> dict[str, Any]:
+        return self._shape_of(request).from_response(data)
+
+
+_KIND_VENDORS: dict[str, Vendor] = {}
+
+
+def _kind_vendor(name: str) -> Vendor:
+    """The (stateless) shape registered as ``name``, made once."""
+    made = _KIND_VENDORS.get(name)
+    if made is None:
+        made = _KIND_VENDORS[name] = make_vendor(name)
+    return made
 
 
 def _option(config: Mapping[str, Any], option: EndpointOption) -> str:
@@ -82,6 +119,16 @@ def _option(config: Mapping[str, Any], option: EndpointOption) -> str:
     if value is None or re.match(option.pattern, value) is None:
         raise ManifestError(option.problem, key=option.key)
     return value
+
+
+def _path_values(endpoint: LiveEndpoint, config: Mapping[str, Any]) -> dict[str, str]:
+    """The values of the path options (``api_version``), for the other kinds' paths."""
+    readable = isinstance(config, Mapping)
+    return {
+        option.key: _option(config, option) if readable else option.default
+        for option in endpoint.options
+        if option.header is None
+    }
 
 
 def _path(endpoint: LiveEndpoint, config: Mapping[str, Any]) -> str:

@@ -37,7 +37,7 @@ def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any]]:
     """
     canonical, carried = canonical_request_and_reasoning(request)
     plain: dict[str, Any] = msgspec.json.decode(canonical)
-    messages = plain["messages"]
+    messages = plain.get("messages", [])  # other kinds have none (and carry no reasoning)
     for index, reasoning in carried:
         messages[index]["reasoning"] = reasoning
     return "sha256:" + hashlib.sha256(canonical).hexdigest(), plain

@@ -1,11 +1,16 @@
-"""Add a response to a fixture: a new entry, or one more element of an existing one.
+"""Change one entry of a fixture: add a response (a new entry, the next element of an
+existing one, or a replacement), or remove the entry.
 
-Runs in: the caller (``replay-actor add``).
+Runs in: the caller (``replay-actor add`` and ``remove``).
 
-For a hash the fixture does not hold, one line is appended; for one it holds, that
-entry's line is replaced in place by a ``responses`` sequence with the new response last
-(a single ``response`` becomes a sequence of two). Every other line, blank lines and
-line numbers included, stays as it was.
+For a hash the fixture does not hold, one line is appended. For one it holds,
+``on_existing`` decides: ``"next"`` replaces that entry's line in place by a
+``responses`` sequence with the new response last (a single ``response`` becomes a
+sequence of two), ``"replace"`` by a line holding the new response alone, ``"refuse"``
+raises :class:`EntryExists` and changes nothing (the CLI's default: an author who adds
+for a hash twice by mistake would otherwise get a sequence without noticing).
+``remove_entry`` deletes the entry's line. Every other line, blank lines included, stays
+as it was.
 
 Safety, the recorder's: the fixture's ``.lock`` is taken without waiting (a recorder
 holds it for its whole session, another ``add`` for a moment), so a concurrent writer
@@ -21,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
@@ -32,7 +37,22 @@ from ..fixture._format import entry_line
 from ..fixture._parse import parse_fixture
 from ..fixture._read import read_fixture_bytes
 
-__all__ = ["Added", "add_response"]
+if TYPE_CHECKING:
+    from ..fixture import FixtureSet
+
+__all__ = ["Added", "EntryExists", "OnExisting", "add_response", "remove_entry"]
+
+#: What ``add_response`` does for a hash the fixture already holds.
+OnExisting = Literal["next", "replace", "refuse"]
+
+
+class EntryExists(ReplayError):
+    """``add_response(..., on_existing="refuse")`` for a hash the fixture holds;
+    ``responses`` is how many that entry has."""
+
+    def __init__(self, message: str, responses: int) -> None:
+        super().__init__(message)
+        self.responses = responses
 
 
 @dataclass(frozen=True)
@@ -40,8 +60,9 @@ class Added:
     """What ``add_response`` did: ``responses`` is the entry's length afterwards."""
 
     request_hash: str
-    created: bool  # a new entry (else appended to an existing one)
+    created: bool  # a new entry (else appended to, or replaced, an existing one)
     responses: int
+    replaced: bool = False
 
 
 class _Hash(msgspec.Struct):
@@ -86,16 +107,67 @@ def add_response(
     response: dict[str, Any],
     *,
     ceilings: Ceilings | None = None,
+    on_existing: OnExisting = "next",
 ) -> Added:
-    """Add ``response`` for ``request_hash`` to ``fixture`` (created if absent).
+    """Add ``response`` for ``request_hash`` to ``fixture`` (created if absent);
+    ``on_existing`` as the module docstring says.
 
     Raises ``ValueError`` for a malformed hash, ``FixtureError`` if the fixture is
-    rejected as it is, ``ReplayError`` if the folder is missing, another writer holds the
-    fixture, a recording journal is pending, or the result would be rejected (too many
-    responses, a response too large: nothing is written then).
+    rejected as it is, ``EntryExists`` (refused), ``ReplayError`` if the folder is
+    missing, another writer holds the fixture, a recording journal is pending, or the
+    result would be rejected (too many responses, a response too large: nothing is
+    written then).
     """
-    ceilings = DEFAULT_CEILINGS if ceilings is None else ceilings
     line = entry_line(request_hash, response=response)  # checks the hash and the response
+
+    def change(data: bytes, current: FixtureSet, shown: str) -> tuple[bytes, Added]:
+        return _added(
+            data,
+            current,
+            shown,
+            request_hash=request_hash,
+            response=response,
+            line=line,
+            on_existing=on_existing,
+        )
+
+    return _edit(fixture, ceilings, "add", change)
+
+
+def remove_entry(
+    fixture: str | os.PathLike[str], request_hash: str, *, ceilings: Ceilings | None = None
+) -> int:
+    """Remove ``request_hash``'s entry from ``fixture``; how many responses it held.
+
+    Raises ``ReplayError`` when the fixture does not exist or holds no such entry, and
+    as ``add_response`` for a rejected, locked or journaled fixture.
+    """
+
+    def change(data: bytes, current: FixtureSet, shown: str) -> tuple[bytes, int]:
+        existing = current.responses_for(request_hash)
+        if existing is None:
+            raise ReplayError(f"{shown} holds no entry for {request_hash}; nothing was removed")
+        start, end = _line_of(data, request_hash)
+        after = data.find(b"\n", end)
+        return data[:start] + (b"" if after < 0 else data[after + 1 :]), len(existing)
+
+    if not os.path.lexists(fixture):
+        raise ReplayError(f"{os.fspath(fixture)}: the fixture does not exist")
+    return _edit(fixture, ceilings, "remove", change)
+
+
+_T = TypeVar("_T")
+
+
+def _edit(
+    fixture: str | os.PathLike[str],
+    ceilings: Ceilings | None,
+    verb: str,
+    change: Callable[[bytes, FixtureSet, str], tuple[bytes, _T]],
+) -> _T:
+    """Under the fixture's lock: read it, ``change`` it, check the result, replace it
+    (``verb``: "add" or "remove", for the messages)."""
+    ceilings = DEFAULT_CEILINGS if ceilings is None else ceilings
     path = os.path.abspath(os.fspath(fixture))
     shown = os.fspath(fixture)
     folder = os.path.dirname(path)
@@ -103,7 +175,7 @@ def add_response(
         raise ReplayError(f"{shown}: the folder {os.path.dirname(shown) or '.'} does not exist")
     lock_path = path + ".lock"
     try:
-        lock_fd = take_lock(lock_path, "to add to it")
+        lock_fd = take_lock(lock_path, "to add to it" if verb == "add" else "to remove from it")
     except RecordingLocked:
         busy = (
             f"{shown}: another writer holds the fixture's lock ({lock_path}): a recording "
@@ -113,28 +185,20 @@ def add_response(
         raise ReplayError(str(exc)) from None
     else:
         try:
-            return _add_locked(
-                path=path,
-                shown=shown,
-                request_hash=request_hash,
-                response=response,
-                line=line,
-                ceilings=ceilings,
-            )
+            not_done = "not added" if verb == "add" else "not removed"
+            return _edit_locked(path, shown, ceilings, change, not_done)
         finally:
             release_lock(lock_path, lock_fd)
     raise RecordingLocked(busy)
 
 
-def _add_locked(
-    *,
+def _edit_locked(
     path: str,
     shown: str,
-    request_hash: str,
-    response: dict[str, Any],
-    line: bytes,
     ceilings: Ceilings,
-) -> Added:
+    change: Callable[[bytes, FixtureSet, str], tuple[bytes, _T]],
+    not_done: str,
+) -> _T:
     if os.path.lexists(path + ".journal"):
         raise ReplayError(
             f"{shown}: a recording session left {shown}.journal behind; open the record "
@@ -146,22 +210,45 @@ def _add_locked(
     else:
         data = b""
         current = parse_fixture(data, ceilings)
-    existing = current.responses_for(request_hash)
-    if existing is None:
-        separator = b"" if not data or data.endswith(b"\n") else b"\n"
-        new = data + separator + line + b"\n"
-        added = Added(request_hash, created=True, responses=1)
-    else:
-        start, end = _line_of(data, request_hash)
-        sequence = entry_line(request_hash, responses=[*existing, response])
-        new = data[:start] + sequence + data[end:]
-        added = Added(request_hash, created=False, responses=len(existing) + 1)
+    new, result = change(data, current, shown)
     try:
         parse_fixture(new, ceilings)
     except FixtureError as exc:
         where = "" if exc.line is None else f" at line {exc.line}"
-        problem = f"{shown}: not added: the fixture would be rejected: {exc.reason}{where}"
+        problem = f"{shown}: {not_done}: the fixture would be rejected: {exc.reason}{where}"
     else:
         atomic_write(path, new)
-        return added
+        return result
     raise ReplayError(problem)
+
+
+def _added(
+    data: bytes,
+    current: FixtureSet,
+    shown: str,
+    *,
+    request_hash: str,
+    response: dict[str, Any],
+    line: bytes,
+    on_existing: OnExisting,
+) -> tuple[bytes, Added]:
+    existing = current.responses_for(request_hash)
+    if existing is None:
+        separator = b"" if not data or data.endswith(b"\n") else b"\n"
+        return data + separator + line + b"\n", Added(request_hash, created=True, responses=1)
+    if on_existing == "refuse":
+        held = "a single response" if len(existing) == 1 else f"{len(existing)} responses"
+        raise EntryExists(
+            f"{shown} already holds {request_hash} ({held}); nothing was changed: "
+            "--next makes it a sequence with this response last, --replace replaces the "
+            "entry, `replay-actor remove` deletes it",
+            len(existing),
+        )
+    start, end = _line_of(data, request_hash)
+    if on_existing == "replace":
+        return data[:start] + line + data[end:], Added(
+            request_hash, created=False, responses=1, replaced=True
+        )
+    sequence = entry_line(request_hash, responses=[*existing, response])
+    added = Added(request_hash, created=False, responses=len(existing) + 1)
+    return data[:start] + sequence + data[end:], added

@@ -13,7 +13,9 @@ told apart, so give concurrent runs a record each. Over all those acquisitions:
 - ``unused``: entries that no record shows served (or exhausted);
 - ``partly_consumed``: sequences whose most-consumed acquisition still left elements
   unserved (``served`` is that acquisition's count, ``length`` the sequence's);
-- ``misses``: each missed hash with its count, summed over the records.
+- ``misses``: each missed hash with its count, summed over the records;
+- ``exhausted``: each hash whose sequence ran out, with how many calls found it so,
+  summed over the records (a run that asked once too often is a failure too).
 
 Without ``served`` lines a record cannot tell a used entry from an unused one, so every
 entry looks unused: ``CoverageReport.served_events`` says whether any record had them.
@@ -29,6 +31,7 @@ a device) named by mistake is refused at once instead of hanging the command.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -42,7 +45,11 @@ import msgspec
 from .._errors import ReplayError
 from ..fixture._table import FixtureSet
 
-__all__ = ["CoverageReport", "coverage"]
+__all__ = [
+    "CoverageReport",
+    "coverage",
+    "coverage_text",
+]
 
 
 class _Event(msgspec.Struct):
@@ -64,6 +71,7 @@ class CoverageReport:
     records: int
     served_events: int
     skipped_lines: int = 0  # lines whose request_hash is malformed
+    exhausted: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """``coverage --json``'s document."""
@@ -72,6 +80,7 @@ class CoverageReport:
             "unused": self.unused,
             "partly_consumed": self.partly_consumed,
             "misses": self.misses,
+            "exhausted": self.exhausted,
         }
 
 
@@ -127,6 +136,7 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
     """Coverage of ``fixture`` over the runs whose inspection ``records`` are given."""
     most_served: Counter[str] = Counter()
     misses: Counter[str] = Counter()
+    exhausted: Counter[str] = Counter()
     served_events = 0
     skipped = 0
     for record in records:
@@ -144,6 +154,7 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
                 served[event.request_hash] += 1
                 served_events += 1
             elif event.event == "exhausted":
+                exhausted[event.request_hash] += 1
                 stored = fixture.stored(event.request_hash)
                 length = len(stored) if isinstance(stored, tuple) else 1
                 served[event.request_hash] = max(served[event.request_hash], length)
@@ -167,6 +178,7 @@ def coverage(fixture: FixtureSet, records: Sequence[str | os.PathLike[str]]) -> 
         records=len(records),
         served_events=served_events,
         skipped_lines=skipped,
+        exhausted=[{"request_hash": h, "count": n} for h, n in sorted(exhausted.items())],
     )
 
 
@@ -190,5 +202,13 @@ def coverage_text(fixture: str, report: CoverageReport) -> str:
     lines.append(f"misses: {_plural(len(report.misses), 'request')}, {_plural(total, 'call')}")
     lines.extend(
         f"  {item['request_hash']}  {_plural(item['count'], 'call')}" for item in report.misses
+    )
+    total = sum(item["count"] for item in report.exhausted)
+    lines.append(
+        f"exhausted sequences: {_plural(len(report.exhausted), 'request')}, "
+        f"{_plural(total, 'call')} past the end"
+    )
+    lines.extend(
+        f"  {item['request_hash']}  {_plural(item['count'], 'call')}" for item in report.exhausted
     )
     return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from .nearest import ABSENT, TOO_DEEP, Nearest
 
-__all__ = ["explain_json", "explain_text"]
+__all__ = ["explain_json", "explain_text", "show_value"]
 
 _SHOWN: Final = 72
 _TOO_DEEP_TEXT: Final = "(a value nested too deeply to show)"
@@ -59,6 +59,11 @@ def _show(value: Any, other: Any) -> str:
     return text[: _SHOWN - 1] + "…"
 
 
+#: A value as compact JSON, shortened around where it differs from another (``compare``
+#: shows its differing paths the same way).
+show_value: Final = _show
+
+
 def _difference_line(recorded: Any, requested: Any) -> str:
     if recorded is ABSENT:
         return f"only in the request: {_show(requested, None)}"
@@ -79,9 +84,15 @@ def explain_text(
         return "\n".join(lines) + "\n"
     count = len(nearest.differences)
     lines.append(f"nearest recorded request: {nearest.request_hash}")
+    # A request without messages (an embedding, a completion) shares none to count.
+    shared = (
+        f"shares {nearest.shared_messages} of {requested_messages} leading messages; "
+        if requested_messages
+        else ""
+    )
     lines.append(
-        f"  shares {nearest.shared_messages} of {requested_messages} leading messages; "
-        f"{count} {'path differs' if count == 1 else 'paths differ'} (recorded → requested):"
+        f"  {shared}{count} {'path differs' if count == 1 else 'paths differ'}"
+        " (recorded → requested):"
     )
     lines.extend(
         f"  {d.path}: {_difference_line(d.recorded, d.requested)}" for d in nearest.differences

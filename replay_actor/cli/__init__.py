@@ -17,8 +17,10 @@ failures print one ``replay-actor: error: ...`` line to stderr, never a tracebac
 The package, one module per command group:
 
 - ``fixtures``: validate, hash, inspect, lookup (read a fixture or a request, change nothing);
-- ``authoring``: stub, explain, add, coverage (``authoring/`` does the work);
+- ``starting``: init (a replay manifest and an empty fixture);
+- ``authoring``: stub, explain, add, remove, coverage (``authoring/`` does the work);
 - ``serving``: serve, run (``frontdoor/`` does the work);
+- ``comparing``: compare (``attribution/`` does the work);
 - ``_shared``: the table's records, the arguments several commands share, reading inputs,
   writing outputs, exit codes.
 
@@ -78,6 +80,11 @@ __all__ = [
 #: Every subcommand, in the order ``--help`` lists them.
 COMMANDS: Final = (
     LazyCommand(
+        "init",
+        "start from nothing: a replay manifest and an empty fixture",
+        "replay_actor.cli.starting:INIT",
+    ),
+    LazyCommand(
         "validate",
         "check fixture files and list every rejection",
         "replay_actor.cli.fixtures:VALIDATE",
@@ -107,13 +114,23 @@ COMMANDS: Final = (
     ),
     LazyCommand(
         "add",
-        "add a response to a fixture (a new entry, or the next of a sequence)",
+        "add a response to a fixture (a new entry, --next of a sequence, --replace)",
         "replay_actor.cli.authoring:ADD",
+    ),
+    LazyCommand(
+        "remove",
+        "remove an entry from a fixture",
+        "replay_actor.cli.authoring:REMOVE",
     ),
     LazyCommand(
         "coverage",
         "which entries runs never used, sequences not consumed, requests that missed",
         "replay_actor.cli.authoring:COVERAGE",
+    ),
+    LazyCommand(
+        "compare",
+        "compare two run logs: which samples diverged, at which call, and why",
+        "replay_actor.cli.comparing:COMPARE",
     ),
     LazyCommand(
         "serve",
@@ -177,17 +194,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG,
         formatter_class=_Formatter,
         description=(
-            "Author and check replay-actor fixtures: validate them, hash requests, look\n"
-            "responses up and write new entries. Nothing here contacts a network."
+            "Serve language-model answers from a frozen fixture (run, serve) and author\n"
+            "and check fixtures (init, validate, hash, lookup, explain, add, ...). Only\n"
+            "run and serve with a live or record manifest contact a network (the\n"
+            "model's endpoint); every other command works on local files."
         ),
         epilog=(
             "exit codes: 0 success, 1 rejected fixture or invalid input, 2 usage error,\n"
-            "            3 lookup or explain miss\n\n"
-            "the authoring loop:\n"
-            "  replay-actor lookup fixture.jsonl request.json        # miss: prints the hash\n"
-            "  replay-actor explain fixture.jsonl request.json       # why: what differs\n"
-            "  replay-actor add fixture.jsonl sha256:... --content 'hello' --request request.json\n"
-            "  replay-actor validate fixture.jsonl"
+            "            3 lookup or explain miss; run: COMMAND's, 4 if a call missed\n\n"
+            "the first hour:\n"
+            "  replay-actor init                                # replay.toml + fixture.jsonl\n"
+            "  replay-actor run replay.toml -- python app.py    # each miss: its add command\n"
+            "  replay-actor add fixture.jsonl sha256:... --content 'hello'   # as printed\n"
+            "  replay-actor run replay.toml -- python app.py    # served"
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -227,6 +246,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INVALID
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        # A bug: one line naming its type, never a traceback (nor what it says: the
+        # message could quote a request or a line).
+        error(f"internal error ({type(exc).__name__}); please report it")
+        return EXIT_INVALID
 
 
 def _broken_pipe() -> int:

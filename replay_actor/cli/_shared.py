@@ -301,6 +301,7 @@ def read_request_arg(source: str, vendor: str | None = None) -> Any:
     """
     data = read_json(source, "request")
     if vendor is None:
+        _refuse_vendor_body(data, source)
         return data
     from ..vendors import make_vendor
 
@@ -308,6 +309,31 @@ def read_request_arg(source: str, vendor: str | None = None) -> Any:
         return make_vendor(vendor).read_body(data).request
     except RequestError as exc:
         raise CLIError(f"{label(source)}: {exc}") from None
+
+
+#: Keys a vendor's request body has and a provider-neutral request never does: a body
+#: copied from a log is the usual mistake, and its fix is ``--from``.
+_VENDOR_KEYS: Final = {
+    "model": "openai",
+    "contents": "gemini",
+    "input": "openai-responses",
+    "max_tokens": "anthropic",
+}
+
+
+def _refuse_vendor_body(data: Any, source: str) -> None:
+    """A ``CLIError`` naming ``--from`` for a vendor SDK's body read as a neutral request."""
+    if type(data) is not dict or "kind" in data:
+        return  # a neutral request of another kind (an embedding has a model)
+    found = [key for key in _VENDOR_KEYS if key in data]
+    if not found:
+        return
+    guess = "anthropic" if "max_tokens" in data and "messages" in data else _VENDOR_KEYS[found[0]]
+    raise CLIError(
+        f"{label(source)}: this looks like a vendor SDK's request body (it has "
+        f"{found[0]!r}), not a provider-neutral request: add --from {guess} "
+        "(--from takes openai, anthropic, openai-responses or gemini)"
+    )
 
 
 def hash_of(request: Any, name: str) -> str:

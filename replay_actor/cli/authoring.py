@@ -1,4 +1,4 @@
-"""The authoring commands: ``stub``, ``explain``, ``add``, ``coverage`` (docs/cli.md,
+"""The authoring commands: ``stub``, ``explain``, ``add``, ``remove``, ``coverage`` (docs/cli.md,
 docs/authoring.md): write an entry for a missing request, say why a request misses, and
 read what runs used. The work is ``authoring/``'s and ``files/``'s; this module reads the
 arguments and prints.
@@ -25,6 +25,7 @@ from ._shared import (
     PROG,
     CLIError,
     Command,
+    OneOf,
     arg,
     body_args,
     ceiling_arg,
@@ -44,11 +45,11 @@ from ._shared import (
 )
 
 if TYPE_CHECKING:
-    from ..authoring.add import Added
+    from ..authoring.add import Added, OnExisting
     from ..authoring.nearest import Nearest
     from ..fixture import FixtureSet
 
-__all__ = ["ADD", "COVERAGE", "EXPLAIN", "STUB"]
+__all__ = ["ADD", "COVERAGE", "EXPLAIN", "REMOVE", "STUB"]
 
 
 def _remember(fixture: str, digest: str, canonical: bytes) -> str:
@@ -179,11 +180,44 @@ def _nearest_for(fixture_path: str, request: Any, fixture: FixtureSet) -> Neares
         raise CLIError(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
 
 
+def _saved_request(fixture_path: str, digest: str) -> Any:
+    """The request the fixture's sidecar holds for ``digest`` (``explain HASH``)."""
+    from ..files.sidecar import find_request
+
+    sidecar = sidecar_path(fixture_path)
+    try:
+        request = find_request(sidecar, digest)
+    except FileNotFoundError:
+        request = None
+    except OSError as exc:
+        raise CLIError(f"{sidecar}: cannot read: {exc.strerror or exc}") from None
+    if request is None:
+        raise CLIError(
+            f"{sidecar} holds no request for {digest}: give the request file instead "
+            "(`replay-actor run` saves each missed request there)"
+        )
+    return request
+
+
+def _explained_request(args: argparse.Namespace) -> Any:
+    """The request ``explain`` is about: a file, stdin, or a hash from the sidecar."""
+    source: str = args.request
+    if source.startswith("sha256:") and not os.path.exists(source):
+        try:
+            digest = hash_arg(source)
+        except argparse.ArgumentTypeError as exc:
+            raise CLIError(f"{source[:80]!r}: {exc}", EXIT_USAGE) from None
+        if args.vendor is not None:
+            raise CLIError("--from reads a request file, not a hash", EXIT_USAGE)
+        return _saved_request(args.fixture, digest)
+    return read_request_arg(source, args.vendor)
+
+
 def _cmd_explain(args: argparse.Namespace) -> int:
     from ..authoring.present import explain_json, explain_text
 
     limits = ceilings(args.ceiling)
-    request = read_request_arg(args.request, args.vendor)
+    request = _explained_request(args)
     digest = hash_of(request, label(args.request))
     fixture = load(args.fixture, limits)
     hit = digest in fixture
@@ -203,17 +237,23 @@ EXPLAIN: Final = Command(
         "FIXTURE's request sidecar (FIXTURE.requests.jsonl, written by record mode and\n"
         "by add/stub --request) -- most shared leading messages, then fewest differing\n"
         "JSON paths, then the smallest hash -- and print every path where the two\n"
-        "differ, with the recorded and the requested value."
+        "differ, with the recorded and the requested value. REQUEST may be a\n"
+        "request hash whose request the sidecar holds (`run` saves every miss there)."
     ),
     epilog=(
         "example:\n"
         "  replay-actor explain fixture.jsonl request.json\n"
+        "  replay-actor explain fixture.jsonl sha256:<64 hex>   # a miss `run` printed\n"
         "  replay-actor explain --json fixture.jsonl request.json\n\n"
         "exit: 0 hit, 3 miss, 1 no sidecar, rejected fixture or invalid request"
     ),
     arguments=(
         fixture_arg(),
-        arg("request", metavar="REQUEST.json", help="the request file, or - for stdin"),
+        arg(
+            "request",
+            metavar="REQUEST",
+            help="the request file, - for stdin, or a request hash the sidecar holds",
+        ),
         from_arg(),
         arg(
             "--json",
@@ -252,9 +292,14 @@ def _request_for(args: argparse.Namespace) -> bytes | None:
 def _add(args: argparse.Namespace, response: dict[str, Any]) -> Added:
     from ..authoring.add import add_response
 
+    on_existing: OnExisting = "next" if args.next else "replace" if args.replace else "refuse"
     try:
         return add_response(
-            args.fixture, args.request_hash, response, ceilings=ceilings(args.ceiling)
+            args.fixture,
+            args.request_hash,
+            response,
+            ceilings=ceilings(args.ceiling),
+            on_existing=on_existing,
         )
     except FixtureError as exc:
         where = "" if exc.line is None else f" at line {exc.line}"
@@ -274,6 +319,8 @@ def _cmd_add(args: argparse.Namespace) -> int:
     added = _add(args, response)
     if added.created:
         lines = [f"added {added.request_hash} to {args.fixture} (a single response)"]
+    elif added.replaced:
+        lines = [f"replaced {added.request_hash} in {args.fixture} (now a single response)"]
     else:
         lines = [
             f"appended to {added.request_hash} in {args.fixture}: "
@@ -298,17 +345,20 @@ def _cmd_add(args: argparse.Namespace) -> int:
 
 ADD: Final = Command(
     description=(
-        "Add a response for REQUEST_HASH to FIXTURE (created if absent). For a hash\n"
-        "the fixture already holds, the response is appended to that entry: a single\n"
-        "response becomes a 'responses' sequence. Every other line stays as it is;\n"
+        "Add a response for REQUEST_HASH to FIXTURE (created if absent). A hash the\n"
+        "fixture already holds is refused unless told: --next appends the response to\n"
+        "that entry (a single response becomes a 'responses' sequence), --replace\n"
+        "replaces the entry with this response alone. Every other line stays as it is;\n"
         "the file is replaced atomically, valid at every moment, under the fixture's\n"
         "lock (a concurrent add or recorder makes this one fail, changing nothing)."
     ),
     epilog=(
         "example:\n"
         '  replay-actor add fixture.jsonl "$(replay-actor hash request.json)" \\\n'
-        "      --content 'Paris.' --request request.json\n\n"
-        "exit: 0 added, 1 rejected fixture or invalid input or locked, 2 malformed hash"
+        "      --content 'Paris.' --request request.json\n"
+        "  replay-actor add fixture.jsonl sha256:<64 hex> --next --content 'Lisbon.'\n\n"
+        "exit: 0 added, 1 already there (without --next/--replace), rejected fixture,\n"
+        "invalid input or locked, 2 malformed hash"
     ),
     arguments=(
         arg("fixture", metavar="FIXTURE", help="fixture file (created if absent)"),
@@ -319,6 +369,21 @@ ADD: Final = Command(
             help="sha256: followed by 64 lowercase hex digits",
         ),
         body_args("add"),
+        OneOf(
+            (
+                arg(
+                    "--next",
+                    action="store_true",
+                    help="for a hash already there: append the response to its sequence",
+                ),
+                arg(
+                    "--replace",
+                    action="store_true",
+                    help="for a hash already there: replace its entry with this response",
+                ),
+            ),
+            required=False,
+        ),
         arg(
             "--request",
             metavar="REQUEST.json",
@@ -328,6 +393,49 @@ ADD: Final = Command(
         ceiling_arg(),
     ),
     handler=_cmd_add,
+)
+
+
+# -- remove ------------------------------------------------------------------------------
+
+
+def _cmd_remove(args: argparse.Namespace) -> int:
+    from ..authoring.add import remove_entry
+
+    try:
+        held = remove_entry(args.fixture, args.request_hash, ceilings=ceilings(args.ceiling))
+    except FixtureError as exc:
+        where = "" if exc.line is None else f" at line {exc.line}"
+        raise CLIError(f"{args.fixture}: rejected: {exc.reason}{where}") from None
+    what = "a single response" if held == 1 else f"a sequence of {held} responses"
+    write(f"removed {args.request_hash} from {args.fixture} ({what})\n".encode())
+    return EXIT_OK
+
+
+REMOVE: Final = Command(
+    description=(
+        "Remove REQUEST_HASH's entry (its single response or its whole sequence) from\n"
+        "FIXTURE. Every other line stays as it is; the file is replaced atomically\n"
+        "under the fixture's lock, as add does. The request sidecar keeps its line\n"
+        "(explain considers only the fixture's entries)."
+    ),
+    epilog=(
+        "example:\n"
+        "  replay-actor remove fixture.jsonl sha256:<64 hex>\n\n"
+        "exit: 0 removed, 1 no such entry, no fixture, rejected or locked, "
+        "2 malformed hash"
+    ),
+    arguments=(
+        fixture_arg(),
+        arg(
+            "request_hash",
+            type=hash_arg,
+            metavar="REQUEST_HASH",
+            help="sha256: followed by 64 lowercase hex digits",
+        ),
+        ceiling_arg(),
+    ),
+    handler=_cmd_remove,
 )
 
 
@@ -360,7 +468,8 @@ COVERAGE: Final = Command(
     description=(
         "Read the inspection records of one or more runs (acquired with an\n"
         "inspection_path and inspection_served=True) and list the fixture's entries\n"
-        "no run used, the sequences no run consumed fully, and every missed hash."
+        "no run used, the sequences no run consumed fully, every missed hash and\n"
+        "every sequence a run asked past its end (exhausted)."
     ),
     epilog=(
         "example:\n"
@@ -373,7 +482,7 @@ COVERAGE: Final = Command(
         arg(
             "--json",
             action="store_true",
-            help='print {"entries", "unused", "partly_consumed", "misses"} instead',
+            help=('print {"entries", "unused", "partly_consumed", "misses", "exhausted"} instead'),
         ),
         ceiling_arg(),
     ),

@@ -30,6 +30,7 @@ from ._shared import (
     hash_of,
     label,
     load,
+    note,
     plural,
     print_json,
     read_request_arg,
@@ -202,6 +203,8 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
             if record is not None:
                 record.append("miss", digest, 1)
             print(str(ReplayMiss(None if args.private else digest)), file=sys.stderr)
+            if args.private:
+                note(_withheld(args.inspection))
             return EXIT_MISS
     finally:
         if record is not None:
@@ -209,6 +212,18 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
     assert type(outcome) is bytes
     _print_response(outcome, compact=args.compact)
     return EXIT_OK
+
+
+def _withheld(inspection: str | None) -> str:
+    """The private miss's second line: where the withheld hash is, or how to get it."""
+    if inspection is None:
+        return (
+            "private data: the request hash is withheld; --inspection PATH records it "
+            "in an owner-only file"
+        )
+    return (
+        f"private data: the request hash is withheld; it is in the owner-only record {inspection}"
+    )
 
 
 def _print_response(stored: bytes, *, compact: bool) -> None:

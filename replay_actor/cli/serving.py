@@ -3,17 +3,24 @@ their arguments and handlers. The server, the application and the child command 
 ``frontdoor/``'s, imported when a handler runs (they need the ``serve`` extra).
 
 Runs in: the ``replay-actor`` process, which owns the acquisition. Errors reach ``main``
-as ``ReplayError`` (a bad manifest, a rejected fixture: exit 1) or ``OSError`` (the
-address cannot be bound: exit 1).
+as one line naming the thing (exit 1): the manifest's resolved path for a bad manifest,
+the fixture's resolved path for a rejected fixture, the address for a port in use.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
-from typing import Final
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Final
 
-from ._shared import EXIT_USAGE, PROG, Command, arg
+from ._shared import EXIT_USAGE, PROG, CLIError, Command, arg
+
+if TYPE_CHECKING:
+    from .._errors import FixtureError
 
 __all__ = ["RUN", "SERVE"]
 
@@ -28,7 +35,9 @@ _EPILOG_RUN: Final = (
     "ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, GROQ_BASE_URL, ...) pointing at the\n"
     "front door and every key variable set to the run's token; no real key reaches it.\n"
     "A replay manifest's COMMAND is sealed: it can reach the front door and nothing else.\n"
-    "At exit one summary line on stderr: served, missed, exhausted, blocked; the fixture.\n\n"
+    "Each miss is printed on stderr as it happens, with the `replay-actor add` command\n"
+    "that answers it. At exit one summary line on stderr: served, missed, exhausted,\n"
+    "blocked; the fixture.\n\n"
     "example:\n"
     "  replay-actor run eval.toml -- python my_eval.py\n\n"
     "exit: COMMAND's status (128+N if it died of signal N); 4 if COMMAND exited 0 but\n"
@@ -40,13 +49,60 @@ _ADDRESS: Final = (
     arg("manifest", metavar="MANIFEST", help="the manifest (TOML file)"),
     arg("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, loopback only)"),
     arg("--port", type=int, default=0, help="port to bind (default: 0, any free port)"),
+    arg(
+        "--log",
+        metavar="FILE",
+        default=None,
+        help="append one JSON line per call to FILE (the run log, for `compare`); "
+        "overrides the manifest's log key",
+    ),
 )
+
+
+@contextlib.contextmanager
+def _named_errors(manifest: str, host: str, port: int) -> Iterator[None]:
+    """Turn what starting the front door can raise into one line that names the thing:
+    the manifest's resolved path, the fixture's resolved path (and where relative paths
+    resolve), the address in use."""
+    from .._errors import FixtureError, ManifestError
+
+    where = os.path.abspath(manifest)
+    try:
+        yield
+    except ManifestError as exc:
+        raise CLIError(f"{where}: {exc}") from None
+    except FixtureError as exc:
+        raise CLIError(_fixture_problem(manifest, exc)) from None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise CLIError(
+            f"cannot listen on {host}:{port}: the address is already in use; choose "
+            "another --port (or --port 0, the default, for any free port)"
+        ) from None
+
+
+def _fixture_problem(manifest: str, exc: FixtureError) -> str:
+    from ..manifest import read_manifest
+
+    table = read_manifest(manifest).get("provider")
+    fixture = table.get("fixture") if isinstance(table, dict) else None
+    where = "" if exc.line is None else f" at line {exc.line}"
+    text = f"{fixture}: fixture rejected: {exc.reason}{where}"
+    if exc.reason == "file_missing":
+        folder = os.path.dirname(os.path.abspath(manifest))
+        text += (
+            f" (a relative fixture path resolves against the manifest's folder, {folder}; "
+            "`replay-actor init` starts an empty fixture)"
+        )
+    return text
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from ..frontdoor.server import serve_forever
 
-    return serve_forever(args.manifest, args.host, args.port)
+    with _named_errors(args.manifest, args.host, args.port):
+        return serve_forever(args.manifest, args.host, args.port, log=args.log)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -58,14 +114,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not command:
         print(f"{PROG} run: error: a COMMAND is required after --", file=sys.stderr)
         return EXIT_USAGE
-    return run_command(
-        args.manifest,
-        command,
-        host=args.host,
-        port=args.port,
-        seal=args.seal,
-        allow_misses=args.allow_misses,
-    )
+    with _named_errors(args.manifest, args.host, args.port):
+        return run_command(
+            args.manifest,
+            command,
+            host=args.host,
+            port=args.port,
+            seal=args.seal,
+            allow_misses=args.allow_misses,
+            log=args.log,
+        )
 
 
 SERVE: Final = Command(

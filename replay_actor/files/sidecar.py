@@ -42,6 +42,7 @@ from typing import IO, Any, Final
 import msgspec
 
 from .._errors import ReplayError
+from .._kinds import CompletionRequest, EmbeddingRequest
 from .._request import Request
 from .durable import fsync_dir, write_all
 
@@ -52,6 +53,7 @@ __all__ = [
     "SUFFIX",
     "SidecarWriter",
     "decode_split",
+    "find_request",
     "line_hash",
     "read_sidecar",
     "sidecar_line",
@@ -228,7 +230,17 @@ MAX_LINE_BYTES: Final = 16 << 20
 LIST_FIELDS: Final = ("messages", "tools")
 #: Every field of ``Request``, and ``scope`` (a request's pairing key) even where this
 #: version's ``Request`` lacks it, so a sidecar written with scopes is read, not refused.
-REQUEST_FIELDS: Final = tuple(sorted({*Request.__struct_fields__, "scope"}))
+#: The fields of the other kinds (``_kinds.py``) are compared the same way.
+REQUEST_FIELDS: Final = tuple(
+    sorted(
+        {
+            *Request.__struct_fields__,
+            *EmbeddingRequest.__struct_fields__,
+            *CompletionRequest.__struct_fields__,
+            "scope",
+        }
+    )
+)
 
 
 def _split_type() -> Any:
@@ -339,3 +351,29 @@ def read_sidecar(
             if entry is not None and entry[0] not in seen:
                 seen.add(entry[0])
                 yield entry
+
+
+def find_request(path: str | os.PathLike[str], request_hash: str) -> dict[str, Any] | None:
+    """The request the sidecar holds for ``request_hash`` (its first line), else None.
+
+    Streams as :func:`read_sidecar` does and decodes only the matching line. Raises
+    ``FileNotFoundError`` without a sidecar, ``ReplayError`` for a path that is not a
+    regular file or a matching line that is not a sidecar line.
+    """
+    shown = os.fspath(path)
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    with open(fd, "rb", closefd=True) as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReplayError(f"the request sidecar {shown} is not a regular file")
+        for number, line in enumerate(handle, start=1):
+            if not line.endswith(b"\n") or request_hash.encode("ascii") not in line:
+                continue  # a torn last line, or another hash's
+            try:
+                found = _decode_line(line)
+            except msgspec.DecodeError:
+                raise ReplayError(f"{shown}: line {number} is not a request sidecar line") from None
+            if found.request_hash == request_hash:
+                request = msgspec.json.decode(found.request)
+                if isinstance(request, dict):
+                    return request
+    return None

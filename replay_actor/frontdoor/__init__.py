@@ -4,7 +4,13 @@ any language with no code changed (docs/front-door.md).
 - ``app``: the ASGI application (token, body bound, routing to the vendor registry);
 - ``server``: one acquisition and one uvicorn server, the ready line (``replay-actor serve``);
 - ``run``: the front door plus a child command with its environment pointed at it
-  (``replay-actor run MANIFEST -- COMMAND``).
+  (``replay-actor run MANIFEST -- COMMAND``);
+- ``environment``: the environment ``run`` gives the command;
+- ``seal``: the namespace seal: the front door the only endpoint the command reaches;
+- ``proxy``: the front door as the sealed run's proxy: every request refused and counted;
+- ``summary``: ``run``'s last word: the summary line and the exit status;
+- ``misses``: each miss said on stderr as it happens, with the ``add`` command that
+  answers it, and the missed request saved to the fixture's request sidecar.
 
 Needs the ``serve`` extra (uvicorn).
 """

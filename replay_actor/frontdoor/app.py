@@ -4,7 +4,8 @@ Runs in: the process that serves (``replay-actor serve`` or ``replay-actor run``
 event loop, under uvicorn. It owns what happens to one HTTP request before and after the
 provider is asked:
 
-1. the token: ``Authorization: Bearer``, ``x-api-key`` or ``x-goog-api-key`` must carry it
+1. the token: ``Authorization: Bearer``, ``x-api-key``, ``x-goog-api-key`` or ``api-key``
+   (Azure OpenAI's) must carry it
    (constant-time comparison), else 401 before the body is read, so a request without the
    token never reaches the provider and never consumes a sequence element;
 2. the body bound: a declared ``content-length`` above it is refused at once and a body
@@ -27,7 +28,13 @@ from typing import Any, Final
 
 from ..integrations.serving import Answer, AsyncServing, Exchange
 
-__all__ = ["MAX_BODY_BYTES", "FrontDoorApp"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "FrontDoorApp",
+    "Receive",
+    "Scope",
+    "Send",
+]
 
 #: The largest request body accepted (413 above it): 32 MiB, twice the fixture's
 #: default line ceiling, so any request a fixture can hold fits with room for the
@@ -72,7 +79,7 @@ class FrontDoorApp:
         headers: list[tuple[bytes, bytes]] = scope["headers"]
         path: str = scope["path"]
         if not self._authorised(headers):
-            self._count_invalid()
+            self._serving.refused("invalid", path)
             await _send(
                 send,
                 self._envelopes.refusal(
@@ -80,14 +87,15 @@ class FrontDoorApp:
                     401,
                     "unauthorized",
                     "this replay-actor front door needs its token in Authorization: Bearer, "
-                    "x-api-key or x-goog-api-key",
+                    "x-api-key, x-goog-api-key or api-key",
+                    headers,
                 ),
             )
             return
         try:
             body = await self._body(headers, receive)
         except _TooLarge:
-            self._count_invalid()
+            self._serving.refused("invalid", path)
             await _send(
                 send,
                 self._envelopes.refusal(
@@ -95,24 +103,26 @@ class FrontDoorApp:
                     413,
                     "request_too_large",
                     f"the request body exceeds the front door's bound of {self._max_body} bytes",
+                    headers,
                 ),
             )
             return
         except _Gone:
             return
         try:
-            answer = await self._serving.serve(scope["method"], path, body, headers)
+            query = bytes(scope.get("query_string", b"")).decode("latin-1")
+            answer = await self._serving.serve(scope["method"], path, body, headers, query)
         except Exception as exc:
             # serve answers every failure itself; this is a bug. Still an answer the SDKs
             # do not retry (a 500 from the server would be retried), naming only the type.
             answer = self._envelopes.refusal(
-                path, 500, "replay_internal_error", f"internal error ({type(exc).__name__})"
+                path,
+                500,
+                "replay_internal_error",
+                f"internal error ({type(exc).__name__})",
+                headers,
             )
         await _send(send, answer)
-
-    def _count_invalid(self) -> None:
-        if self._serving.outcomes is not None:
-            self._serving.outcomes.add("invalid")
 
     def _authorised(self, headers: list[tuple[bytes, bytes]]) -> bool:
         # Every candidate is compared (in constant time), so the time taken says nothing
@@ -121,7 +131,7 @@ class FrontDoorApp:
         for name, value in headers:
             if name == b"authorization":
                 ok |= hmac.compare_digest(value.lower()[:7] + value[7:], self._bearer)
-            elif name in (b"x-api-key", b"x-goog-api-key"):
+            elif name in (b"x-api-key", b"x-goog-api-key", b"api-key"):  # api-key: Azure
                 ok |= hmac.compare_digest(value, self._token)
         return ok
 

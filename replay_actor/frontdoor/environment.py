@@ -68,6 +68,8 @@ KEY_VARIABLES: Final = (
     "AZURE_OPENAI_API_KEY",
     "MISTRAL_API_KEY",
     "GOOGLE_GENERATIVE_AI_API_KEY",
+    # ollama (Python) sends it as a bearer token.
+    "OLLAMA_API_KEY",
 )
 #: Keys of vendors no variable redirects: named in a warning when inherited, and set to
 #: the token (only when inherited: some tools choose a vendor by which key is present).

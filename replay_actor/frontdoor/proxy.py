@@ -51,7 +51,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Any]
 
 class ProxyRefusal:
     """``ProxyRefusal(app, authorities, outcomes, report)``: ``app`` behind a proxy that
-    refuses every host but the front door's own ``authorities`` (``"127.0.0.1:8080"``)."""
+    refuses every host but the front door's own ``authorities`` (``"127.0.0.1:8080"``);
+    ``logged(host)`` is told of each refusal (the run log)."""
 
     def __init__(
         self,
@@ -59,8 +60,11 @@ class ProxyRefusal:
         authorities: Collection[str],
         outcomes: Outcomes,
         report: Callable[[str], None],
+        *,
+        logged: Callable[[str], None] = lambda host: None,
     ) -> None:
         self._app = app
+        self._logged = logged  # the run log's line for each refusal (docs/attribution.md)
         self._authorities = frozenset(a.lower() for a in authorities)
         self._outcomes = outcomes
         self._report = report
@@ -88,6 +92,7 @@ class ProxyRefusal:
 
     async def _refuse(self, send: Send, host: str, request: str) -> None:
         self._outcomes.add("blocked")
+        self._logged(host)
         if host not in self._reported:
             self._reported.add(host)
             self._report(host)

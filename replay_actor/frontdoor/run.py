@@ -12,6 +12,7 @@ This module owns
   and record manifests default to ``off``;
 - the child's environment (built by :mod:`.environment`, the real key read by
   ``open_provider`` *before* it is built);
+- each miss said on stderr as it happens, by :mod:`.misses`'s reporter;
 - fate-sharing: the child is sent SIGTERM if ``run`` dies (the parent-death signal, set
   in the child between fork and exec by a ``preexec_fn`` whose calls are resolved before
   the fork, so the other threads of this process (the library's reaper) hold nothing it
@@ -35,13 +36,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .._errors import ReplayError
 from .environment import child_environment, foreign_key_warning
+from .misses import reporter_for
 from .seal import NamespaceSeal, SealUnavailable
 from .server import DEFAULT_HOST, FrontDoor
 from .summary import exit_status, summary_line
@@ -51,7 +52,11 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
 
-__all__ = ["SEALS", "run_command"]
+__all__ = [
+    "SEALS",
+    "run_command",
+    "manifest_facts",
+]
 
 #: ``--seal``'s choices.
 SEALS: Final = ("namespace", "proxy", "off")
@@ -67,8 +72,9 @@ def manifest_facts(manifest: str | os.PathLike[str]) -> tuple[str, set[str]]:
     """The manifest's kind and the ``api_key_env`` names it uses (its live table and a
     record manifest's ``[provider.live]``). The manifest has been checked by
     ``open_provider``."""
-    with open(manifest, "rb") as file:
-        data = tomllib.load(file)
+    from ..manifest import read_manifest
+
+    data = read_manifest(manifest)  # ManifestError, never a parser's traceback
     names: set[str] = set()
     provider = data.get("provider")
     tables: list[Any] = [provider]
@@ -265,22 +271,30 @@ def run_command(
     port: int = 0,
     seal: str | None = None,
     allow_misses: bool = False,
+    log: str | os.PathLike[str] | None = None,
 ) -> int:
     """``replay-actor run``: serve the manifest's provider to ``command``; its status
-    (``seal``: one of :data:`SEALS`, None for the manifest's default)."""
+    (``seal``: one of :data:`SEALS`, None for the manifest's default; ``log``: the run
+    log's path, docs/attribution.md, instead of the manifest's)."""
     if not command:
         raise ValueError("run needs a COMMAND after --")
     if seal is not None and seal not in SEALS:
         raise ValueError(f"--seal must be one of {', '.join(SEALS)}, not {seal!r}")
     from ..manifest import open_provider
 
-    kind, secret_names = manifest_facts(manifest)
-    chosen = seal or ("auto" if kind == "replay" else "off")
-    # The key is read here, into the adapter, before the child's environment exists.
-    provider: Provider = open_provider(manifest)
+    # The key is read here, into the adapter, before the child's environment exists;
+    # and the manifest is checked before anything else reads it.
+    provider: Provider = open_provider(manifest, log=log)
     try:
+        kind, secret_names = manifest_facts(manifest)
+        chosen = seal or ("auto" if kind == "replay" else "off")
         door = FrontDoor(
-            provider, host, port, release_on_close=False, report_blocked=_report_blocked
+            provider,
+            host,
+            port,
+            release_on_close=False,
+            report_blocked=_report_blocked,
+            on_failure=reporter_for(manifest),
         )
         warning = foreign_key_warning(os.environ)
         if warning is not None:

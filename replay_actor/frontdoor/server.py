@@ -33,8 +33,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from ..attribution.log import RunLog
 from ..integrations._outcomes import Outcomes
-from ..integrations.serving import AsyncServing
+from ..integrations.serving import AsyncServing, FailureHook
 from .app import MAX_BODY_BYTES, FrontDoorApp
 from .proxy import ProxyRefusal
 
@@ -43,7 +44,12 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
 
-__all__ = ["DEFAULT_HOST", "FrontDoor", "serve_forever"]
+__all__ = [
+    "DEFAULT_HOST",
+    "FrontDoor",
+    "serve_forever",
+    "ready_line",
+]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 #: Connections waiting to be accepted: well above the default 5, so a burst of
@@ -102,7 +108,8 @@ class FrontDoor:
     ``await start()``, then ``info`` is the ready line's object; ``stop()`` asks it to
     end; ``await wait_closed()`` ends it. ``outcomes`` counts every answer (the
     ``run`` summary); a proxied request is refused (:mod:`.proxy`) and reported to
-    ``report_blocked`` with its host."""
+    ``report_blocked`` with its host; ``on_failure`` is told of every call the provider
+    failed (the miss reporter, :mod:`.misses`)."""
 
     def __init__(
         self,
@@ -114,6 +121,7 @@ class FrontDoor:
         outcomes: Outcomes | None = None,
         release_on_close: bool = True,
         report_blocked: Callable[[str], None] = lambda host: None,
+        on_failure: FailureHook | None = None,
     ) -> None:
         try:
             import uvicorn
@@ -124,7 +132,11 @@ class FrontDoor:
         self.token: str = secrets.token_urlsafe(32)
         self.outcomes = Outcomes() if outcomes is None else outcomes
         self._serving = AsyncServing(
-            provider, api=None, release_on_close=release_on_close, outcomes=self.outcomes
+            provider,
+            api=None,
+            release_on_close=release_on_close,
+            outcomes=self.outcomes,
+            on_failure=on_failure,
         )
         self._sock = _bind(host, port)
         bound_host, bound_port = self._sock.getsockname()[:2]
@@ -137,6 +149,7 @@ class FrontDoor:
             (f"{shown}:{bound_port}", f"localhost:{bound_port}"),
             self.outcomes,
             report_blocked,
+            logged=self._log_blocked,
         )
         config = uvicorn.Config(
             app,
@@ -153,6 +166,11 @@ class FrontDoor:
         )
         self._server = _server_class()(config)
         self._task: asyncio.Task[None] | None = None
+
+    def _log_blocked(self, host: str) -> None:
+        log = getattr(self._serving.provider, "log", None)
+        if isinstance(log, RunLog):
+            log.refused("blocked", host)
 
     @property
     def info(self) -> dict[str, str]:
@@ -204,8 +222,10 @@ def ready_line(info: dict[str, str]) -> str:
     return json.dumps(info, separators=(", ", ": "))
 
 
-async def _serve(provider: Provider, host: str, port: int, out: TextIO) -> None:
-    door = FrontDoor(provider, host, port)
+async def _serve(
+    provider: Provider, host: str, port: int, out: TextIO, on_failure: FailureHook | None
+) -> None:
+    door = FrontDoor(provider, host, port, on_failure=on_failure)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, door.stop)
@@ -221,13 +241,21 @@ async def _serve(provider: Provider, host: str, port: int, out: TextIO) -> None:
             loop.remove_signal_handler(sig)
 
 
-def serve_forever(manifest: str | os.PathLike[str], host: str = DEFAULT_HOST, port: int = 0) -> int:
-    """``replay-actor serve``: acquire, serve until SIGINT/SIGTERM, release; 0."""
+def serve_forever(
+    manifest: str | os.PathLike[str],
+    host: str = DEFAULT_HOST,
+    port: int = 0,
+    *,
+    log: str | os.PathLike[str] | None = None,
+) -> int:
+    """``replay-actor serve``: acquire, serve until SIGINT/SIGTERM, release; 0.
+    ``log``: the run log's path (docs/attribution.md), instead of the manifest's."""
     from ..manifest import open_provider
+    from .misses import reporter_for
 
-    provider = open_provider(manifest)
+    provider = open_provider(manifest, log=log)
     try:
-        asyncio.run(_serve(provider, host, port, sys.stdout))
+        asyncio.run(_serve(provider, host, port, sys.stdout, reporter_for(manifest)))
     finally:
         provider.release()  # idempotent: already released unless serving failed early
     return 0

@@ -23,8 +23,10 @@ class HttpxProviderTransport(Serving, httpx.BaseTransport):
     """An ``httpx.BaseTransport`` answering ``api``'s endpoint from ``provider``."""
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        query = url.query.decode("latin-1")
         return _response(
-            self.serve(request.method, request.url.path, request.read(), request.headers)
+            self.serve(request.method, url.path, request.read(), request.headers, query)
         )
 
 
@@ -33,4 +35,6 @@ class AsyncHttpxProviderTransport(AsyncServing, httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
-        return _response(await self.serve(request.method, request.url.path, body, request.headers))
+        url = request.url
+        query = url.query.decode("latin-1")
+        return _response(await self.serve(request.method, url.path, body, request.headers, query))

@@ -63,7 +63,13 @@ from .._response import read_response
 from ..vendors._common import canonical_arguments, collapse_content
 from ._private import acall_private
 
-__all__ = ["ReplayModelAPI", "replay", "to_output", "to_request"]
+__all__ = [
+    "ReplayModelAPI",
+    "replay",
+    "to_output",
+    "to_request",
+    "current_epoch",
+]
 
 #: GenerateConfig fields that shape the model's answer, with their neutral ``params`` name
 #: (the chat-completions body field, as Inspect's OpenAI provider sends them). Every

@@ -49,6 +49,8 @@ __all__ = [
     "replay_anthropic",
     "replay_openai",
     "replay_provider",
+    "pytest_runtest_makereport",
+    "pytest_terminal_summary",
 ]
 
 MODES: Final = ("replay", "record", "live")
@@ -109,12 +111,13 @@ def provider_mapping(manifest: str | os.PathLike[str], mode: str | None) -> Mapp
         return {**data, "provider": table}
     if kind == "record":
         if mode == "replay":
-            kept = {k: v for k, v in table.items() if k in {"fixture", "data", "ceilings"}}
+            kept = {k: v for k, v in table.items() if k in {"fixture", "data", "ceilings", "log"}}
             return {"provider": {"kind": "replay", **kept}}
         live = table.get("live")
         if not isinstance(live, Mapping):
             return {**data, "provider": table}  # the loader names the missing table
-        return {"provider": {"kind": "live", **live}}
+        logged = {"log": table["log"]} if "log" in table else {}
+        return {"provider": {"kind": "live", **live, **logged}}
     if kind == "replay":
         raise ManifestError(
             f"--replay-mode={mode} needs a record manifest (its [provider.live] table says "

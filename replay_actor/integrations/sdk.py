@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
     import anthropic
+    import ollama
     import openai
     from google import genai
     from google.genai.client import AsyncClient as GeminiAsyncClient
@@ -39,9 +40,12 @@ __all__ = [
     "anthropic_client",
     "async_anthropic_client",
     "async_gemini_client",
+    "async_ollama_client",
     "async_openai_client",
     "gemini_client",
+    "ollama_client",
     "openai_client",
+    "PLACEHOLDER_KEY",
 ]
 
 #: Sent as the SDK's key when the caller gives none; nothing checks it.
@@ -199,4 +203,49 @@ def async_gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> GeminiAsyncCli
     path, never aiohttp. ``await client.aclose()`` (or ``async with``) releases the
     provider."""
     client: GeminiAsyncClient = _gemini(manifest, sdk_kwargs, release_by_async=True)
+    return client
+
+
+#: The host an in-process ollama client names; never resolved (the transport answers).
+_OLLAMA_HOST: Final = "http://ollama.replay-actor.invalid"
+
+
+def _ollama(manifest: Manifest, sdk_kwargs: dict[str, Any], *, asynchronous: bool) -> Any:
+    """An ollama client over an httpx transport answering ``ollama`` (docs/ollama.md).
+
+    The ollama client takes no API key and builds its own ``httpx`` client from its
+    keyword arguments: the transport is one of them."""
+    if "transport" in sdk_kwargs:
+        raise TypeError("transport is built by replay-actor; pass the other client options only")
+    import ollama
+
+    from .. import open_provider
+    from .httpx_transport import AsyncHttpxProviderTransport, HttpxProviderTransport
+
+    provider = open_provider(manifest)
+    try:
+        if asynchronous:
+            transport: Any = AsyncHttpxProviderTransport(provider, "ollama")
+            client: Any = ollama.AsyncClient(host=_OLLAMA_HOST, transport=transport, **sdk_kwargs)
+        else:
+            transport = HttpxProviderTransport(provider, "ollama")
+            client = ollama.Client(host=_OLLAMA_HOST, transport=transport, **sdk_kwargs)
+    except BaseException:
+        provider.release()
+        raise
+    weakref.finalize(client, provider.release)
+    return client
+
+
+def ollama_client(manifest: Manifest, **client_kwargs: Any) -> ollama.Client:
+    """An ``ollama.Client`` whose ``chat``, ``generate`` and ``embed`` the manifest's
+    provider answers (docs/ollama.md). ``client.close()`` releases the provider."""
+    client: ollama.Client = _ollama(manifest, client_kwargs, asynchronous=False)
+    return client
+
+
+def async_ollama_client(manifest: Manifest, **client_kwargs: Any) -> ollama.AsyncClient:
+    """The async ``ollama.AsyncClient`` on the provider's native async path;
+    ``await client.close()`` releases the provider."""
+    client: ollama.AsyncClient = _ollama(manifest, client_kwargs, asynchronous=True)
     return client

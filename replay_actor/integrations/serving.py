@@ -6,7 +6,8 @@ its callers import from here, and nothing else of it.
 One HTTP exchange in, one provider call, one HTTP answer out::
 
     Exchange.prepare(method, path, body, headers)
-      route by path -> vendors.<api>.read_body -> x-replay-scope  -> Call | Answer
+      _routes.canonical_path (Azure, /messages) -> route by path
+      -> vendors.<api>.read_body -> x-replay-scope  -> Call | Answer
     Call: provider.complete / acomplete (exactly once) -> Call.answer(response) | Call.fail(exc)
       vendors.<api>.response_body / stream_body -> 200 JSON, or 200 text/event-stream
     Answer(status, headers, body): what goes back, failures included
@@ -19,7 +20,7 @@ error, which the SDKs retry, asking the provider again). Nothing is forwarded an
 =========================  ======  =====================
 failure                    status  ``error.type``
 =========================  ======  =====================
-other path or method       404     ``not_found``
+other path or method       404     ``not_found`` (listing the served paths)
 invalid request            400     ``invalid_request``
 miss                       404     ``replay_miss``
 exhausted sequence         404     ``replay_exhausted``
@@ -41,7 +42,7 @@ front door's raw ASGI header pairs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
@@ -57,9 +58,13 @@ from .._errors import (
 )
 from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
-from ..vendors import Vendor, make_vendor, served_with, vendor_names
+from ..attribution.provider import LoggedProvider
+from ..vendors import REGISTRY, Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
+from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error, error_answer
 from ._outcomes import Kind, Outcomes
+from ._routes import AZURE_FORMS, canonical_path, described, looks_like
+from .batches import Batches, BatchWork
 
 if TYPE_CHECKING:
     from .._interface import Provider
@@ -72,8 +77,10 @@ __all__ = [
     "AsyncServing",
     "Call",
     "Exchange",
+    "FailureHook",
     "Headers",
     "Serving",
+    "error_answer",
     "outcome_of",
 ]
 
@@ -81,13 +88,8 @@ __all__ = [
 Api = str
 API_NAMES: Final = vendor_names()
 
-#: The request's headers as its carrier has them: a mapping with case-insensitive lookup
-#: (httpx's ``Headers``), or ASGI's raw ``(name, value)`` pairs (names in lower case).
-Headers = Mapping[str, str] | Sequence[tuple[bytes, bytes]]
-
-_JSON: Final = ("content-type", "application/json")
 _SSE: Final = ("content-type", "text/event-stream; charset=utf-8")
-_NO_RETRY: Final = ("x-should-retry", "false")
+_STREAM_TYPE: Final = "stream_content_type"
 _encode: Final = msgspec.json.encode
 
 #: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
@@ -96,18 +98,8 @@ SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
 
 
-class Answer(NamedTuple):
-    """What goes back for one HTTP request, a failure included."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-
-
-def _error(
-    vendor: Vendor, status: int, kind: str, message: str, nearest: dict[str, Any] | None = None
-) -> Answer:
-    return Answer(status, [_JSON, _NO_RETRY], _encode(vendor.error_body(kind, message, nearest)))
+#: ``on_failure(request, exc)``: the neutral request a provider call failed for, and why.
+FailureHook = Callable[[dict[str, Any], BaseException], None]
 
 
 def _failure(vendor: Vendor, exc: BaseException) -> Answer:
@@ -150,7 +142,10 @@ class Call(NamedTuple):
             neutral = read_response(response)
             if not self.call.stream:
                 return Answer(200, [_JSON], _encode(self.vendor.response_body(neutral, self.call)))
-            return Answer(200, [_SSE], self.vendor.stream_body(neutral, self.call))
+            # A shape that streams otherwise (Ollama's NDJSON) says so.
+            kind = getattr(self.vendor, _STREAM_TYPE, None)
+            head = _SSE if kind is None else ("content-type", kind)
+            return Answer(200, [head], self.vendor.stream_body(neutral, self.call))
         except Exception as exc:
             return _failure(self.vendor, exc)
 
@@ -182,6 +177,15 @@ def _scope_texts(headers: Headers | None) -> list[str]:
     return texts
 
 
+def _header_names(headers: Headers | None) -> frozenset[str]:
+    """The request's header names in lower case (for :func:`looks_like`)."""
+    if headers is None:
+        return frozenset()
+    if isinstance(headers, Mapping):
+        return frozenset(name.lower() for name in headers)
+    return frozenset(name.decode("latin-1").lower() for name, _ in headers)
+
+
 def outcome_of(exc: BaseException) -> Kind:
     """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
     if isinstance(exc, ReplayMiss):
@@ -211,7 +215,7 @@ class Exchange:
     (``api="openai"``, an SDK's transport) or every registered one (``api=None``, the front
     door), routed by the URL path. Shared by every transport class and the front door."""
 
-    __slots__ = ("_vendors", "api")
+    __slots__ = ("_batches", "_vendors", "api")
 
     def __init__(self, api: str | None) -> None:
         # api="openai" answers the OpenAI SDK's chat completions and Responses calls.
@@ -219,30 +223,69 @@ class Exchange:
         # make_vendor raises ValueError naming the registered APIs for an unknown one.
         self._vendors: tuple[Vendor, ...] = tuple(make_vendor(name) for name in names)
         self.api = api
+        # The batch endpoints of the families served (docs/batches.md), their state
+        # bounded and in memory, this exchange's own.
+        self._batches = Batches(self, tuple(names))
 
-    def _route(self, method: str, path: str) -> Vendor | Answer:
+    def serves_post(self, path: str) -> bool:
+        """Whether a vendor shape of this exchange answers ``POST path``."""
+        path = canonical_path(path)
+        return any(route.search(path) for v in self._vendors for route in v.routes)
+
+    def batch(
+        self, method: str, path: str, body: bytes, headers: Headers | None = None, query: str = ""
+    ) -> Answer | BatchWork | None:
+        """The answer, or the batch to run, for a batch endpoint; ``None`` for any other
+        path (then :meth:`prepare` it). ``query``: the URL's, which a list pages by."""
+        return self._batches.handle(method, canonical_path(path), body, headers, query)
+
+    def _route(self, method: str, path: str, headers: Headers | None) -> Vendor | Answer:
+        """The vendor serving ``path`` (already canonical), or the 404 answer."""
         if method == "POST":
             for vendor in self._vendors:
                 if any(route.search(path) for route in vendor.routes):
                     return vendor
-        answers = " or ".join(
-            route.pattern.rstrip("$").removesuffix("/?")
-            for vendor in self._vendors
-            for route in vendor.routes
-        )
+        return self.not_found(method, path, headers)
+
+    def not_found(
+        self, method: str, path: str, headers: Headers | None = None, more: Sequence[str] = ()
+    ) -> Answer:
+        """The 404 for a path or method no vendor serves, in the envelope of the vendor
+        the path looks like, listing what is served (``more``: served besides the vendor
+        shapes, such as batches)."""
+        served = [*described(self._vendors), *self._batches.paths, *more]
+        if any(vendor.name == "openai" for vendor in self._vendors):
+            served.append(AZURE_FORMS)
         return _error(
-            self._vendors[0],
+            self._envelope(path, headers),
             404,
             "not_found",
-            f"replay-actor answers only POST {answers}, not {method} {path}",
+            f"replay-actor does not serve {method} {path}; it serves {', '.join(served)}",
         )
+
+    def _envelope(self, path: str, headers: Headers | None) -> Vendor:
+        """The vendor whose error envelope an answer to ``path`` is written in: the one it
+        looks like (:func:`looks_like`), one of this exchange's when it has it; a path a
+        vendor serves is that vendor's, whatever the headers."""
+        served = canonical_path(path)
+        for vendor in self._vendors:
+            if any(route.search(served) for route in vendor.routes):
+                return vendor
+        name = looks_like(path, _header_names(headers))
+        for vendor in self._vendors:
+            if vendor.name == name:
+                return vendor
+        if name in REGISTRY:
+            return _envelope_vendor(name)
+        return self._vendors[0]
 
     def prepare(
         self, method: str, path: str, body: bytes, headers: Headers | None = None
     ) -> Call | Answer:
         """The call to put to the provider, or the answer when there is none to make (an
         unserved path, a body that is not the vendor's request, a bad ``x-replay-scope``)."""
-        vendor = self._route(method, path)
+        path = canonical_path(path)
+        vendor = self._route(method, path, headers)
         if isinstance(vendor, Answer):
             return vendor
         data = _read_json(vendor, body)
@@ -252,17 +295,25 @@ class Exchange:
             call = Call(vendor, vendor.read_body(data, path))
         except RequestError as exc:
             return _failure(vendor, exc)
+        except Exception as exc:
+            # A shape that missed a malformed body is still a malformed body: a 400 (a
+            # 500 would be retried, an exception from a transport too), naming only the
+            # exception's type, never the body.
+            return _error(
+                vendor,
+                400,
+                "invalid_request",
+                f"the request body is not a {vendor.name} request replay-actor can read "
+                f"({type(exc).__name__})",
+            )
         return _scoped(call, _scope_texts(headers))
 
-    def refusal(self, path: str, status: int, kind: str, message: str) -> Answer:
+    def refusal(
+        self, path: str, status: int, kind: str, message: str, headers: Headers | None = None
+    ) -> Answer:
         """An error answer made before any call (the front door's 401, 413, 500), in the
-        envelope of the vendor ``path`` looks like (the first one's for any other)."""
-        vendor = self._vendors[0]
-        for candidate in self._vendors:
-            if any(route.search(path) for route in candidate.routes):
-                vendor = candidate
-                break
-        return _error(vendor, status, kind, message)
+        envelope of the vendor the request looks like."""
+        return _error(self._envelope(path, headers), status, kind, message)
 
 
 def _scoped(call: Call, texts: list[str]) -> Call | Answer:
@@ -301,9 +352,16 @@ class _Serving:
         *,
         release_on_close: bool = True,
         outcomes: Outcomes | None = None,
+        on_failure: FailureHook | None = None,
     ) -> None:
         self._exchange = Exchange(api)
+        #: Told of each call the provider failed (the front door's miss reporter); it
+        #: must not raise.
+        self._on_failure = on_failure
         self._provider = provider
+        # A provider with a run log (docs/attribution.md) is told where each call came
+        # from, and the requests refused before any call are logged here.
+        self._logged = provider if isinstance(provider, LoggedProvider) else None
         self._release_on_close = release_on_close
         #: Counts each answer's kind when given (the front door's summary).
         self.outcomes = outcomes
@@ -311,6 +369,30 @@ class _Serving:
     def _count(self, kind: Kind) -> None:
         if self.outcomes is not None:
             self.outcomes.add(kind)
+
+    def _bookkept(self, answer: Answer, path: str) -> Answer:
+        """A batch endpoint's own answer (an upload, a retrieval): a refusal counts as an
+        invalid call, like a request refused before the provider."""
+        if answer.status >= 400:
+            self.refused("invalid", path)
+        return answer
+
+    def _batch_refused(self, work: BatchWork, path: str) -> None:
+        for _ in range(work.refused):
+            self.refused("invalid", path)
+
+    def _failed(self, call: Call, exc: Exception) -> Answer:
+        self._count(outcome_of(exc))
+        if self._on_failure is not None:
+            self._on_failure(call.request, exc)
+        return call.fail(exc)
+
+    def refused(self, kind: Kind, where: str | None = None) -> None:
+        """Count (and log) a request answered before any provider call: ``invalid``
+        (``where``: its path) or ``blocked`` (``where``: the host it was meant for)."""
+        self._count(kind)
+        if self._logged is not None:
+            self._logged.log.refused(kind, where)
 
     def _counted(self, answer: Answer) -> Answer:
         # The provider answered; the vendor's shape may still fail to express it.
@@ -330,17 +412,37 @@ class Serving(_Serving):
     (``complete``); a failure is an answer, never an exception (the SDKs would retry an
     exception as a connection error)."""
 
-    def serve(self, method: str, path: str, body: bytes, headers: Headers | None = None) -> Answer:
-        """``headers`` may carry ``x-replay-scope``."""
-        prepared = self._exchange.prepare(method, path, body, headers)
+    def serve(
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: Headers | None = None,
+        query: str = "",
+    ) -> Answer:
+        """``headers`` may carry ``x-replay-scope``; ``query`` is the URL's (only the
+        batch list endpoints read it: their pages)."""
+        work = self._exchange.batch(method, path, body, headers, query)
+        if work is not None:
+            if isinstance(work, Answer):
+                return self._bookkept(work, path)
+            self._batch_refused(work, path)
+            lines = work.path or path
+            return work.finish([self._ask(line, lines) for line in work.lines])
+        return self._ask(self._exchange.prepare(method, path, body, headers), path)
+
+    def _ask(self, prepared: Call | Answer, path: str) -> Answer:
         if isinstance(prepared, Answer):
-            self._count("invalid")
+            self.refused("invalid", path)
             return prepared
         try:
-            response = self._provider.complete(prepared.request)
+            if self._logged is not None:
+                via = (prepared.vendor.name, path)
+                response = self._logged.complete_via(prepared.request, via)
+            else:
+                response = self._provider.complete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     def close(self) -> None:
@@ -352,18 +454,37 @@ class AsyncServing(_Serving):
     """The async form of :class:`Serving`: awaits ``provider.acomplete`` (no thread)."""
 
     async def serve(
-        self, method: str, path: str, body: bytes, headers: Headers | None = None
+        self,
+        method: str,
+        path: str,
+        body: bytes,
+        headers: Headers | None = None,
+        query: str = "",
     ) -> Answer:
-        """``headers`` as :meth:`Serving.serve`."""
-        prepared = self._exchange.prepare(method, path, body, headers)
+        """``headers`` and ``query`` as :meth:`Serving.serve`."""
+        work = self._exchange.batch(method, path, body, headers, query)
+        if work is not None:
+            if isinstance(work, Answer):
+                return self._bookkept(work, path)
+            self._batch_refused(work, path)
+            # Line by line, in order: a sequence's elements go to the lines as they
+            # would to the same calls sent one after another.
+            lines = work.path or path
+            return work.finish([await self._ask(line, lines) for line in work.lines])
+        return await self._ask(self._exchange.prepare(method, path, body, headers), path)
+
+    async def _ask(self, prepared: Call | Answer, path: str) -> Answer:
         if isinstance(prepared, Answer):
-            self._count("invalid")
+            self.refused("invalid", path)
             return prepared
         try:
-            response = await self._provider.acomplete(prepared.request)
+            if self._logged is not None:
+                via = (prepared.vendor.name, path)
+                response = await self._logged.acomplete_via(prepared.request, via)
+            else:
+                response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
-            self._count(outcome_of(exc))
-            return prepared.fail(exc)
+            return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
 
     async def aclose(self) -> None:

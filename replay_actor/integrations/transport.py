@@ -34,8 +34,10 @@ class ProviderTransport(Serving, httpx2.BaseTransport):
     """
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url
+        query = url.query.decode("latin-1")
         return _response(
-            self.serve(request.method, request.url.path, request.read(), request.headers)
+            self.serve(request.method, url.path, request.read(), request.headers, query)
         )
 
 
@@ -44,4 +46,6 @@ class AsyncProviderTransport(AsyncServing, httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()
-        return _response(await self.serve(request.method, request.url.path, body, request.headers))
+        url = request.url
+        query = url.query.decode("latin-1")
+        return _response(await self.serve(request.method, url.path, body, request.headers, query))

@@ -19,10 +19,24 @@ new module plus one registry line::
 
     _common.py    rules every shape shares (arguments, one-text-part content, refusals)
     _endpoint.py  LiveEndpoint: where a shape's live adapter sends a request
+    _turns.py     a conversation as alternating turns (Anthropic's, Gemini's live bodies)
     openai.py     chat completions
     anthropic.py  messages
     openai_responses/  the Responses API (its memory of served responses included)
     gemini/       generateContent
+    _vectors.py   embedding vectors: stored ones read, float32 base64 both ways
+    _counting.py  token counting: a chat body of kind count_tokens, its input_tokens
+    openai_embeddings.py       /v1/embeddings (float and base64 from one entry)
+    openai_completions.py      legacy /v1/completions (kind completion)
+    openai_input_tokens.py     /v1/responses/input_tokens (kind count_tokens)
+    anthropic_count_tokens.py  /v1/messages/count_tokens (kind count_tokens)
+    gemini_embed.py            :embedContent, :batchEmbedContents (kind embedding)
+    gemini_count_tokens.py     :countTokens (kind count_tokens)
+    ollama/       Ollama's /api/chat, /api/generate, /api/embed (NDJSON streams)
+
+A chat shape's ``live`` endpoint lists, in ``kinds``, the shape that asks each other
+request kind live (docs/request.md, "Request kinds"), so one ``openai`` adapter records
+chat, embeddings, completions and token counts alike.
 
 A ``Vendor`` object is made per serving provider (:func:`make_vendor`), so a shape that
 must remember what it served (the Responses API's ``previous_response_id``) keeps that
@@ -56,6 +70,11 @@ class Vendor(Protocol):
     def routes(self) -> tuple[re.Pattern[str], ...]:
         """``POST`` paths this API answers, matched with ``search`` against the URL path."""
         ...
+
+    # Optional: ``paths``, a tuple of what a user reads for the routes
+    # ("POST /v1/chat/completions"), listed by a 404 (serving.py reads it with getattr,
+    # so a shape without it still serves; its 404 then names the API instead). Every
+    # registered shape has it (tests/test_endpoint_routes.py holds them to it).
 
     @property
     def live(self) -> LiveEndpoint:
@@ -100,12 +119,32 @@ REGISTRY: Final[dict[str, str]] = {
     "anthropic": "replay_actor.vendors.anthropic:AnthropicMessages",
     "openai-responses": "replay_actor.vendors.openai_responses:OpenAIResponses",
     "gemini": "replay_actor.vendors.gemini:GeminiGenerateContent",
+    "openai-embeddings": "replay_actor.vendors.openai_embeddings:OpenAIEmbeddings",
+    "openai-completions": "replay_actor.vendors.openai_completions:OpenAICompletions",
+    "openai-input-tokens": "replay_actor.vendors.openai_input_tokens:OpenAIInputTokens",
+    "anthropic-count-tokens": "replay_actor.vendors.anthropic_count_tokens:AnthropicCountTokens",
+    "gemini-embed": "replay_actor.vendors.gemini_embed:GeminiEmbed",
+    "gemini-count-tokens": "replay_actor.vendors.gemini_count_tokens:GeminiCountTokens",
+    "ollama": "replay_actor.vendors.ollama:OllamaChat",
+    "ollama-generate": "replay_actor.vendors.ollama:OllamaGenerate",
+    "ollama-embed": "replay_actor.vendors.ollama:OllamaEmbed",
 }
 
 
 #: The APIs one vendor SDK speaks at one base URL: a transport for ``api="openai"`` answers
 #: the OpenAI SDK's chat completions and its Responses API alike.
-_SERVED_WITH: Final[dict[str, tuple[str, ...]]] = {"openai": ("openai", "openai-responses")}
+_SERVED_WITH: Final[dict[str, tuple[str, ...]]] = {
+    "openai": (
+        "openai",
+        "openai-responses",
+        "openai-embeddings",
+        "openai-completions",
+        "openai-input-tokens",
+    ),
+    "anthropic": ("anthropic", "anthropic-count-tokens"),
+    "gemini": ("gemini", "gemini-embed", "gemini-count-tokens"),
+    "ollama": ("ollama", "ollama-generate", "ollama-embed"),
+}
 
 
 def served_with(name: str) -> tuple[str, ...]:

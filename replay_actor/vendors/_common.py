@@ -138,6 +138,9 @@ class VendorCall(msgspec.Struct, frozen=True):
     stream: bool = False
     #: OpenAI's ``stream_options.include_usage``: a final usage chunk.
     include_usage: bool = False
+    #: A shape's own word on how to answer, never hashed: OpenAI's embedding
+    #: ``encoding_format`` (``float``/``base64``), Gemini's single or batch embedding.
+    answer_as: str = ""
 
 
 def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:

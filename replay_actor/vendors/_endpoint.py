@@ -47,3 +47,8 @@ class LiveEndpoint(msgspec.Struct, frozen=True):
     key_header: str
     key_prefix: str = ""
     options: tuple[EndpointOption, ...] = ()
+    #: The request kinds (docs/request.md, "Request kinds") this adapter asks through
+    #: another endpoint of the same API: ``(kind, registry name of the shape)`` pairs. The
+    #: named shape's ``path`` (below this base URL), ``to_body`` and ``from_response``
+    #: serve that kind; a kind not listed (chat aside) is refused before anything is sent.
+    kinds: tuple[tuple[str, str], ...] = ()

@@ -168,6 +168,9 @@ def _assistant_message(blocks: list[Any], where: str) -> dict[str, Any]:
     rest = []
     for j, block in enumerate(blocks):
         kind = block.get("type") if type(block) is dict else None
+        if kind is not None and type(kind) is not str:
+            # Checked before the set lookup below: a list or an object is unhashable.
+            raise RequestError(f"{where}.content[{j}].type must be a string")
         if kind == "tool_use":
             calls.append(_tool_use(block, f"{where}.content[{j}]"))
         elif kind in _THINKING:
@@ -215,7 +218,7 @@ def _read_tool_choice(choice: Any, params: dict[str, Any]) -> Any:
         params["parallel_tool_calls"] = False
     if kind == "tool":
         return {"name": choice.get("name")}
-    if kind in _CHOICE_WORDS:
+    if type(kind) is str and kind in _CHOICE_WORDS:  # a list or object is unhashable
         return _CHOICE_WORDS[kind]
     raise RequestError("tool_choice.type must be auto, any, tool or none")
 
@@ -563,6 +566,7 @@ LIVE: Final = LiveEndpoint(
     path="/v1/messages",
     key_header="x-api-key",
     options=(EndpointOption("anthropic_version", "2023-06-01", header="anthropic-version"),),
+    kinds=(("count_tokens", "anthropic-count-tokens"),),
 )
 
 
@@ -580,6 +584,7 @@ class AnthropicMessages:
 
     name: Final = NAME
     routes: Final = (re.compile(r"/v1/messages/?$"),)
+    paths: Final = ("POST /v1/messages",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

@@ -427,6 +427,11 @@ LIVE: Final = LiveEndpoint(
     path="/chat/completions",
     key_header="Authorization",
     key_prefix="Bearer ",
+    kinds=(
+        ("embedding", "openai-embeddings"),
+        ("completion", "openai-completions"),
+        ("count_tokens", "openai-input-tokens"),
+    ),
 )
 
 
@@ -435,6 +440,7 @@ class OpenAIChat:
 
     name: Final = "openai"
     routes: Final = (re.compile(r"/chat/completions/?$"),)
+    paths: Final = ("POST /v1/chat/completions",)
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

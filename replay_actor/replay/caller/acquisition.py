@@ -86,7 +86,14 @@ def acquire(
     if inspection_served and inspection_path is None:
         raise InvalidArgument("inspection_served=True needs an inspection_path to log to")
     try:
-        config = _config(fixture, owner_pid, private, ceilings, inspection_path, inspection_served)
+        config = _config(
+            fixture,
+            owner_pid=owner_pid,
+            private=private,
+            ceilings=ceilings,
+            inspection_path=inspection_path,
+            inspection_served=inspection_served,
+        )
         explain = None
         if explainers is not None:
             explain = explainers(config.fixture, config.inspection_path, config.private)
@@ -96,8 +103,9 @@ def acquire(
     raise failure
 
 
-def _config(  # noqa: PLR0917 - acquire's arguments, checked
+def _config(
     fixture: str | os.PathLike[str],
+    *,
     owner_pid: int | None,
     private: bool,
     ceilings: Ceilings | None,

@@ -46,7 +46,7 @@ _ANSWERS: Final = frozenset(b"".join(protocol.COMPLETE_REPLIES))
 Result = dict[str, Any] | ReplayError
 
 
-def pipeline(  # noqa: PLR0912, PLR0915
+def pipeline(
     fd: int,
     requests: Sequence[RequestLike],
     results: list[Result | None],
@@ -60,105 +60,157 @@ def pipeline(  # noqa: PLR0912, PLR0915
     Returns True if the connection is still in step (reusable), False if it failed
     (``state`` then says how, and every unanswered element holds the error).
     """
-    count = len(requests)
-    out = bytearray()
-    buf = bytearray()
-    pending: collections.deque[int] = collections.deque()
-    shown: list[str | None] = [None] * count
-    failure: Failure | None = None
-    digest: str | None = None
-    index = 0
-    poller = select.poll()
+    batch = _Batch(requests, results, private, state)
     wait_ms = max(1, min(int(timeout * 1000) + 1, 2**31 - 1))
     os.set_blocking(fd, False)
     try:
-        while index < count or pending:
-            room = index < count and len(pending) < _IN_FLIGHT and len(out) < _OUT_LIMIT
-            if room:
-                stop = min(count, index + _CHUNK)
-                while index < stop:
-                    try:
-                        digest = request_hash(requests[index])
-                    except RequestError as exc:
-                        results[index] = detached(exc)
-                    else:
-                        out += _complete_frame(digest)
-                        pending.append(index)
-                        if not private:
-                            shown[index] = digest
-                    index += 1
-                digest = None
-            broken: OSError | None = None
-            if out:
-                try:
-                    del out[: os.write(fd, out)]
-                except BlockingIOError:
-                    pass
-                except OSError as exc:
-                    # Read before judging: the actor may have said goodbye first.
-                    broken = exc
-            data: bytes | None
-            try:
-                data = os.read(fd, _READ)
-            except BlockingIOError:
-                data = b"" if broken is not None else None
-            except OSError as exc:
-                failure = state.lost_failure(DIED, exc)
-                break
-            if data is not None:
-                if not data:
-                    cause = broken or EOFError("the actor closed the connection")
-                    failure = state.lost_failure(DIED, cause)
-                    break
-                failure = _take(data, buf, pending, results, shown, state)
-                if failure is not None:
-                    break
-                if broken is not None:
-                    failure = state.lost_failure(DIED, broken)
-                    break
-                continue
-            if room:
-                continue  # more to hash and send before waiting
-            poller.register(fd, select.POLLIN | (select.POLLOUT if out else 0))
-            if not poller.poll(wait_ms):
-                failure = state.lost_failure(LATE)
-                break
+        failure = _run(fd, batch, wait_ms)
     finally:
-        digest = None
-        out.clear()  # holds request hashes: never keep them past the call
+        batch.out.clear()  # holds request hashes: never keep them past the call
     if failure is None:
         os.set_blocking(fd, True)
         return True
-    for position in pending:
-        results[position] = failure()
-    for position in range(index, count):
-        results[position] = failure()
+    batch.fail(failure)
     return False
 
 
-def _take(  # noqa: PLR0917 - the pipeline's state, passed positionally on the hot path
-    data: bytes,
-    buf: bytearray,
-    pending: collections.deque[int],
-    results: list[Result | None],
-    shown: list[str | None],
-    state: HandleState,
-) -> Failure | None:
-    """Decode every whole reply in ``buf`` + ``data``; the failure, if the actor said
-    goodbye or sent what nobody asked for."""
-    buf += data
-    spans, rest, _ = protocol.split_frames(buf)
-    view = memoryview(buf)
-    try:
-        for start, stop in spans:
-            kind = buf[start] if stop > start else -1
-            if kind == _Z:
-                return state.ended_failure()
-            if not pending or kind not in _ANSWERS:
-                return state.lost_failure(UNEXPECTED)
-            position = pending.popleft()
-            results[position] = protocol.decode_reply(view[start:stop], shown[position], state)
-    finally:
-        view.release()
-    del buf[:rest]
+def _run(fd: int, batch: _Batch, wait_ms: int) -> Failure | None:
+    """The pipeline's loop: hash, write, read and decode, interleaved; the failure that
+    ended it, or None when every request was answered."""
+    state = batch.state
+    out = batch.out
+    pending = batch.pending
+    poller = select.poll()
+    while batch.index < batch.count or pending:
+        room = batch.index < batch.count and len(pending) < _IN_FLIGHT and len(out) < _OUT_LIMIT
+        if room:
+            batch.hash_some()
+        # Read before judging a failed write: the actor may have said goodbye first.
+        broken = _write(fd, out) if out else None
+        data: bytes | None
+        try:
+            data = os.read(fd, _READ)
+        except BlockingIOError:
+            data = b"" if broken is not None else None
+        except OSError as exc:
+            return state.lost_failure(DIED, exc)
+        if data is not None:
+            if not data:
+                cause = broken or EOFError("the actor closed the connection")
+                return state.lost_failure(DIED, cause)
+            failure = batch.take(data)
+            if failure is not None:
+                return failure
+            if broken is not None:
+                return state.lost_failure(DIED, broken)
+            continue
+        if room:
+            continue  # more to hash and send before waiting
+        poller.register(fd, select.POLLIN | (select.POLLOUT if out else 0))
+        if not poller.poll(wait_ms):
+            return state.lost_failure(LATE)
     return None
+
+
+def _write(fd: int, out: bytearray) -> OSError | None:
+    """Write what the socket takes now; the error if the connection is broken."""
+    try:
+        del out[: os.write(fd, out)]
+    except BlockingIOError:
+        pass
+    except OSError as exc:
+        return exc
+    return None
+
+
+class _Batch:
+    """One ``complete_many`` call's state: the requests hashed so far, the frames not
+    yet written, the replies not yet whole, and which request each reply answers."""
+
+    __slots__ = (
+        "buf",
+        "count",
+        "index",
+        "out",
+        "pending",
+        "private",
+        "requests",
+        "results",
+        "shown",
+        "state",
+    )
+
+    def __init__(
+        self,
+        requests: Sequence[RequestLike],
+        results: list[Result | None],
+        private: bool,
+        state: HandleState,
+    ) -> None:
+        self.requests = requests
+        self.results = results
+        self.private = private
+        self.state = state
+        self.count = len(requests)
+        self.index = 0  # the next request to hash
+        self.out = bytearray()  # frames not yet written
+        self.buf = bytearray()  # reply bytes not yet a whole frame
+        self.pending: collections.deque[int] = collections.deque()  # sent, unanswered
+        self.shown: list[str | None] = [None] * self.count  # the hash a miss may show
+
+    def hash_some(self) -> None:
+        """Hash up to ``_CHUNK`` more requests and queue their frames."""
+        requests, results, shown = self.requests, self.results, self.shown
+        out, pending, private = self.out, self.pending, self.private
+        index = self.index
+        stop = min(self.count, index + _CHUNK)
+        digest: str | None = None
+        try:
+            while index < stop:
+                try:
+                    digest = request_hash(requests[index])
+                except RequestError as exc:
+                    results[index] = detached(exc)
+                else:
+                    out += _complete_frame(digest)
+                    pending.append(index)
+                    if not private:
+                        shown[index] = digest
+                index += 1
+        finally:
+            digest = None  # no request hash left in a frame's locals
+            self.index = index
+
+    def take(self, data: bytes) -> Failure | None:
+        """Decode every whole reply in ``buf`` + ``data``; the failure, if the actor said
+        goodbye or sent what nobody asked for."""
+        buf, pending, results, shown, state = (
+            self.buf,
+            self.pending,
+            self.results,
+            self.shown,
+            self.state,
+        )
+        buf += data
+        spans, rest, _ = protocol.split_frames(buf)
+        view = memoryview(buf)
+        try:
+            for start, stop in spans:
+                kind = buf[start] if stop > start else -1
+                if kind == _Z:
+                    return state.ended_failure()
+                if not pending or kind not in _ANSWERS:
+                    return state.lost_failure(UNEXPECTED)
+                position = pending.popleft()
+                results[position] = protocol.decode_reply(view[start:stop], shown[position], state)
+        finally:
+            view.release()
+        del buf[:rest]
+        return None
+
+    def fail(self, failure: Failure) -> None:
+        """Every request not answered (sent or not) gets ``failure``'s error."""
+        for position in self.pending:
+            self.results[position] = failure()
+        for position in range(self.index, self.count):
+            self.results[position] = failure()

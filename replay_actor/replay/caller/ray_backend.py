@@ -78,7 +78,12 @@ from .acquisition import ExplainerFactory, check_timeout
 from .base import MissExplainer, ReplayHandle, Result
 from .sync import failed
 
-__all__ = ["CursorActor", "RayReplayProvider", "acquire"]
+__all__ = [
+    "CursorActor",
+    "RayReplayProvider",
+    "acquire",
+    "ray_module",
+]
 
 # The actor's answers are the local actor's frames (``protocol``), decoded by the same
 # ``protocol.decode_reply``: ``GOODBYE`` means what it means locally (the acquirer

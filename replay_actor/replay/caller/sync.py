@@ -47,7 +47,10 @@ from . import dial
 from .pipeline import pipeline
 from .wake import REPLY_SPIN, Waker
 
-__all__ = ["SyncLink"]
+__all__ = [
+    "SyncLink",
+    "failed",
+]
 
 Result = dict[str, Any] | ReplayError
 _GOODBYE: Final = protocol.GOODBYE

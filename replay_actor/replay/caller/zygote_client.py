@@ -30,9 +30,8 @@ import threading
 import time
 from typing import Final
 
-import msgspec
-
-from ..._errors import ActorLost
+from ..._errors import ActorLost, ControlMessageError
+from ..core import control as messages
 from ..core.protocol import ActorConfig
 from ..io.wire import set_timeouts
 from .reaper import reaper
@@ -96,11 +95,10 @@ class Zygote:
         a while in its holder), each reply matched to its request by the token.
         """
         deadline = time.monotonic() + timeout
-        payload = msgspec.json.encode(config)
         if not self._lock.acquire(timeout=timeout):
             raise ActorLost("the zygote did not take the request in time")
         try:
-            control, token = self._send(payload, actor_end, deadline)
+            control, token = self._send(config, actor_end, deadline)
             with self._replies_cond:
                 self._waiting.add(token)
         finally:
@@ -116,7 +114,7 @@ class Zygote:
         return pid
 
     def _send(
-        self, payload: bytes, actor_end: socket.socket, deadline: float
+        self, config: ActorConfig, actor_end: socket.socket, deadline: float
     ) -> tuple[socket.socket, bytes]:
         for _attempt in (1, 2):
             if self._control is None or self._pid != os.getpid():
@@ -124,10 +122,11 @@ class Zygote:
             control = self._control
             assert control is not None
             self._token += 1
-            token = str(self._token).encode("ascii")
+            token = messages.token(self._token)
+            request = messages.encode_request(token, config)
             _bound(control, deadline)
             try:
-                socket.send_fds(control, [token + b" " + payload], [actor_end.fileno()])
+                socket.send_fds(control, [request], [actor_end.fileno()])
             except BlockingIOError:
                 raise ActorLost("the zygote did not take the request in time") from None
             except OSError:
@@ -162,10 +161,13 @@ class Zygote:
             if not reply:
                 self._read_one(control, deadline)
                 continue
-            _, _, pid = reply.partition(b" ")
-            if not pid.isdigit():
+            try:
+                pid = messages.parse_reply(reply).pid
+            except ControlMessageError:
+                pid = None
+            if pid is None:
                 raise ActorLost("the zygote did not fork the actor")
-            return int(pid)
+            return pid
 
     def _read_one(self, control: socket.socket, deadline: float) -> None:
         """As the reader: wait (until ``deadline`` at most) for one reply and file it."""
@@ -176,7 +178,7 @@ class Zygote:
             readable, _, _ = select.select([control], [], [], max(0.0, deadline - time.monotonic()))
             if readable:
                 try:
-                    message = control.recv(64, socket.MSG_DONTWAIT)
+                    message = control.recv(messages.MAX_REPLY + 1, socket.MSG_DONTWAIT)
                 except BlockingIOError:
                     message = None
                 except OSError:
@@ -189,7 +191,10 @@ class Zygote:
                 # Gone after taking requests: an actor may hold an end, so no retry.
                 self._ended.add(control)
             elif message is not None:
-                got, _, _ = message.partition(b" ")
+                try:
+                    got = messages.token_of(message)
+                except ControlMessageError:
+                    got = b""  # not a reply: nobody waits for it
                 if got in self._waiting:
                     self._replies[got] = message
             self._replies_cond.notify_all()

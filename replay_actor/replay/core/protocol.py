@@ -62,6 +62,7 @@ __all__ = [
     "outcome_reply",
     "ready",
     "split_frames",
+    "payload_size",
 ]
 
 # -- bootstrap replies (actor -> acquirer, once) ------------------------------------------

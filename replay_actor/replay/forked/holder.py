@@ -2,7 +2,8 @@
 of every acquisition of it share.
 
 Runs in: the holder, a child the zygote forks for a fixture file larger than
-``zygote.CACHE_ENTRY_BYTES`` (``hold``), and the zygote (``Holders``, its side).
+``zygote.CACHE_ENTRY_BYTES`` (``hold``, running ``forkloop.serve`` as the zygote does),
+and the zygote (``start_holder``, ``HolderRef``: its side).
 
 ::
 
@@ -35,26 +36,22 @@ from __future__ import annotations
 
 import gc
 import os
-import select
 import signal
 import socket
 import time
-from typing import Final, NoReturn
+from typing import Any, NoReturn
 
 import msgspec
 
 from ..._errors import FixtureError
 from ...fixture import Ceilings, FixtureSet, load_shareable
+from ..core import control
+from ..core.control import Request
 from ..core.protocol import ActorConfig
-from .actor import serve_forked, set_process_name, trim_heap
+from . import forkloop
+from .actor import set_process_name, trim_heap
 
-__all__ = ["EXIT", "IDLE", "HoldSource", "HolderRef", "hold", "start_holder"]
-
-#: holder -> zygote: no actor left and nothing asked for ``idle`` seconds; may I go?
-IDLE: Final = b"idle"
-#: zygote -> holder: nothing more will be routed to you; go once your actors have.
-EXIT: Final = b"exit"
-_MAX_MESSAGE: Final = 1 << 20
+__all__ = ["HoldSource", "HolderRef", "hold", "start_holder"]
 
 #: What an actor is forked with: the shared table, or the rejection to report.
 HoldSource = FixtureSet | FixtureError
@@ -128,7 +125,7 @@ class _Held:
         """Take the helper's summary (its pipe is readable); nothing if it died."""
         assert self.summary is not None and self.fixture is not None
         try:
-            message = os.read(self.summary, _MAX_MESSAGE)
+            message = os.read(self.summary, control.MAX_MESSAGE)
             summary = msgspec.json.decode(message, type=tuple[str, int, int])
         except (OSError, msgspec.DecodeError):
             pass  # (each actor then computes its own, when asked)
@@ -139,100 +136,88 @@ class _Held:
         self.summarised = True
 
 
-def _hung_up(fd: int) -> bool:
-    """True if the acquirer closed its end already (it sends nothing before READY)."""
-    readable, _, _ = select.select([fd], [], [], 0)
-    return bool(readable)
+class _Holder:
+    """The holder's part of the fork-and-reap loop (``forkloop.Forker``): its one
+    fixture, its live actors (a pidfd each), and when it last had something to do."""
+
+    def __init__(self, channel: socket.socket, held: _Held, idle: float) -> None:
+        self.channel = channel
+        self.held = held
+        self.idle = idle
+        self.actors: dict[int, int] = {}  # pidfd -> pid
+        self.quiet_since = time.monotonic()
+        self.offered = False
+
+    def watched(self) -> list[Any]:
+        if self.held.summary is not None:
+            return [*self.actors, self.held.summary]
+        return list(self.actors)
+
+    def timeout(self) -> float | None:
+        if self.actors or self.offered:
+            return None  # an actor's end, or the zygote's EXIT, wakes us
+        return max(0.0, self.quiet_since + self.idle - time.monotonic())
+
+    def other(self, readable: list[Any]) -> None:
+        for fd in readable:
+            if fd == self.held.summary:
+                self.held.adopt()
+            elif fd in self.actors:  # an actor ended
+                del self.actors[fd]
+                os.close(fd)
+                if not self.actors:
+                    self.quiet_since = time.monotonic()
+        if self.channel in readable:
+            self.quiet_since = time.monotonic()  # a request: not idle
+        elif (
+            not self.actors
+            and not self.offered
+            and time.monotonic() >= self.quiet_since + self.idle
+        ):
+            self.channel.send(control.IDLE)
+            self.offered = True
+
+    def route(self, message: bytes, request: Request, fd: int) -> bool:
+        return False  # a holder forks every request it gets
+
+    def fixture(self, config: ActorConfig) -> HoldSource:
+        return self.held.current()
+
+    def in_child(self) -> None:
+        self.channel.close()
+        for fd in self.actors:
+            os.close(fd)
+
+    def forked(self, pid: int) -> None:
+        try:
+            self.actors[os.pidfd_open(pid)] = pid
+        except ProcessLookupError:
+            pass  # gone already (and reaped: SIGCHLD is ignored)
+        self.quiet_since = time.monotonic()
+
+    def replied(self) -> None:
+        if self.actors:  # the acquirer has its reply: the set hash is walked apart
+            self.held.summarise_apart([self.channel, *self.actors])
+
+    def close(self) -> None:
+        self.channel.close()
+        for fd in self.actors:
+            os.close(fd)
 
 
-def hold(  # noqa: PLR0912, PLR0915
-    channel: socket.socket, path: str, ceilings: Ceilings, idle: float
-) -> NoReturn:
+def hold(channel: socket.socket, path: str, ceilings: Ceilings, idle: float) -> NoReturn:
     """The holder's life (in the child the zygote forked); never returns.
 
-    Requests arrive as the zygote received them (``TOKEN SP config`` with the actor's
-    socket end); each reply, ``TOKEN SP pid`` or ``TOKEN SP -``, goes back to the zygote,
-    which relays it to the acquirer.
+    Requests arrive as the zygote received them (``core/control.py``: ``TOKEN SP config``
+    with the actor's socket end); each reply, ``TOKEN SP pid`` or ``TOKEN SP -``, goes
+    back to the zygote, which relays it to the acquirer.
     """
     try:
         set_process_name("replay-holder")
-        held = _Held(path, ceilings)
-        actors: dict[int, int] = {}  # pidfd -> pid
-        quiet_since = time.monotonic()
-        offered = False
-        while True:
-            timeout: float | None = None
-            if not actors and not offered:
-                timeout = max(0.0, quiet_since + idle - time.monotonic())
-            watched: list[socket.socket | int] = [channel, *actors]
-            if held.summary is not None:
-                watched.append(held.summary)
-            readable, _, _ = select.select(watched, [], [], timeout)
-            for fd in readable:
-                if fd == held.summary:
-                    held.adopt()
-                elif fd in actors:  # an actor ended
-                    del actors[fd]
-                    os.close(fd)
-                    if not actors:
-                        quiet_since = time.monotonic()
-            if channel not in readable:
-                if not actors and not offered and time.monotonic() >= quiet_since + idle:
-                    channel.send(IDLE)
-                    offered = True
-                continue
-            try:
-                message, fds, _, _ = socket.recv_fds(channel, _MAX_MESSAGE, 1)
-            except OSError:
-                break
-            if not message or message == EXIT:
-                break
-            if len(fds) != 1:
-                for fd in fds:
-                    os.close(fd)
-                continue
-            token, _, body = message.partition(b" ")
-            reply = token + b" -"
-            try:
-                config = msgspec.json.decode(body, type=ActorConfig)
-            except msgspec.DecodeError:
-                config = None
-            if config is not None and not _hung_up(fds[0]):
-                source = held.current()
-                if _hung_up(fds[0]):
-                    pass  # gave up while we loaded: nobody to serve
-                else:
-                    pid = os.fork()
-                    if pid == 0:
-                        channel.close()
-                        for fd in actors:
-                            os.close(fd)
-                        serve_forked(fds[0], config, source)  # never returns
-                    try:
-                        actors[os.pidfd_open(pid)] = pid
-                    except ProcessLookupError:
-                        pass  # gone already (and reaped: SIGCHLD is ignored)
-                    reply = token + b" " + str(pid).encode("ascii")
-            os.close(fds[0])
-            quiet_since = time.monotonic()
-            try:
-                channel.send(reply)
-            except OSError:
-                break
-            if actors:
-                held.summarise_apart([channel, *actors])  # the acquirer has its reply
-        channel.close()
-        for fd in actors:
-            os.close(fd)
-        # Stay the actors' parent until the last one exits (none is orphaned); with
-        # SIGCHLD ignored, wait() blocks until every child is gone, then raises ECHILD.
-        try:
-            while True:
-                os.wait()
-        except ChildProcessError:
-            pass
-    finally:
+        holder = _Holder(channel, _Held(path, ceilings), idle)
+    except BaseException:
         os._exit(0)
+    forkloop.serve(holder)
 
 
 class HolderRef:

@@ -1,8 +1,9 @@
 """The zygote: a warm, single-threaded process that forks this process's cursor actors.
 
 Runs in: the zygote (``main``, ``FixtureCache``, ``_Holders``). The caller's handle on it,
-``Zygote``, is ``replay/caller/zygote_client.py``; the two share no code, only the control
-messages (``TOKEN SP config`` in, ``TOKEN SP pid`` out).
+``Zygote``, is ``replay/caller/zygote_client.py``; the two share no code but the control
+messages (``core/control.py``: ``TOKEN SP config`` in, ``TOKEN SP pid`` out). The loop that
+receives, forks, replies and reaps is ``forkloop.py``'s, shared with the holders.
 
 Starting a fresh interpreter for every acquisition costs about a hundred milliseconds of
 imports; an orchestrator acquiring for hundreds of runs should not pay it each time. So
@@ -41,22 +42,23 @@ so an actor is never orphaned.
 from __future__ import annotations
 
 import gc
+import math
 import os
-import select
 import signal
 import socket
 import sys
 import time
 from collections import OrderedDict
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, NoReturn
 
-import msgspec
-
-from ..._errors import FixtureError
+from ..._errors import ControlMessageError, FixtureError
 from ...fixture import Ceilings, FixtureSet, load_shareable
+from ..core import control
+from ..core.control import Request
 from ..core.protocol import ActorConfig
-from .actor import serve_forked, set_process_name, trim_heap
-from .holder import EXIT, IDLE, HolderRef, start_holder
+from . import forkloop
+from .actor import set_process_name, trim_heap
+from .holder import HolderRef, start_holder
 
 __all__ = [
     "CACHE_BYTES",
@@ -64,12 +66,13 @@ __all__ = [
     "CACHE_IDLE",
     "HOLD_SECONDS",
     "HOLD_SECONDS_ENV",
+    "MAX_HOLD_SECONDS",
     "TEST_DELAY_ENV",
     "FixtureCache",
+    "hold_seconds",
     "main",
 ]
 
-_MAX_CONFIG: Final = 1 << 20
 #: A fixture file larger than this is never parsed by the zygote: a holder keeps it
 #: (``holder.py``), so the zygote answers every other acquisition at once and its heap
 #: (which every fork copies the page tables of) stays small.
@@ -82,6 +85,9 @@ CACHE_IDLE: Final = 30.0
 #: (``HOLD_SECONDS_ENV`` overrides it, 0 included: then it goes at its last release).
 HOLD_SECONDS: Final = 30.0
 HOLD_SECONDS_ENV: Final = "REPLAY_ACTOR_HOLD_SECONDS"
+#: The longest a holder stays unused, in seconds (about 11.6 days): a larger value, which
+#: would overflow ``select``'s timeout, is clamped to it.
+MAX_HOLD_SECONDS: Final = 1e6
 _PR_SET_CHILD_SUBREAPER: Final = 36
 #: Tests only: the path of a file holding a number of seconds. The zygote reads and
 #: deletes it, then sleeps that long between forking an actor and replying, as a
@@ -224,26 +230,26 @@ def _test_delay() -> None:
     time.sleep(seconds)
 
 
-def _hung_up(fd: int) -> bool:
-    """True if the acquirer already closed its end (it sends nothing before READY, so
-    readable means EOF): its acquire timed out, and an actor would serve nobody."""
-    readable, _, _ = select.select([fd], [], [], 0)
-    return bool(readable)
-
-
-def _hold_seconds() -> float:
+def hold_seconds(value: str | None) -> float:
+    """How long an unused large fixture's holder stays, from ``HOLD_SECONDS_ENV``'s value
+    (docs/architecture.md, "Large fixtures"): a number of seconds from 0 to
+    ``MAX_HOLD_SECONDS``; a larger one (``inf`` included) is clamped to it, so that no
+    wait is too long for ``select``; unset, empty, not a number, NaN or negative: the
+    default, ``HOLD_SECONDS``."""
     try:
-        value = float(os.environ.get(HOLD_SECONDS_ENV, ""))
+        seconds = float(value or "")
     except ValueError:
         return HOLD_SECONDS
-    return value if value >= 0 and value != float("inf") else HOLD_SECONDS
+    if math.isnan(seconds) or seconds < 0:
+        return HOLD_SECONDS
+    return min(seconds, MAX_HOLD_SECONDS)
 
 
 class _Holders:
     """The zygote's holders (``holder.py``): one per large fixture path and ceilings."""
 
-    def __init__(self, control: socket.socket, idle: float) -> None:
-        self.control = control
+    def __init__(self, channel: socket.socket, idle: float) -> None:
+        self.channel = channel
         self.idle = idle
         self.by_key: dict[tuple[str, str], HolderRef] = {}
         self.live: dict[int, HolderRef] = {}  # fileno -> every holder not yet gone
@@ -251,20 +257,20 @@ class _Holders:
     def channels(self) -> list[HolderRef]:
         return list(self.live.values())
 
-    def forward(self, message: bytes, fd: int, config: ActorConfig) -> bool:
+    def forward(self, message: bytes, request: Request, fd: int) -> bool:
         """Hand the request to its fixture's holder (started if need be); False if no
         holder took it (the zygote then forks an actor that loads the file itself)."""
-        key = FixtureCache.key(config)
+        key = FixtureCache.key(request.config)
         for _attempt in (1, 2):
             ref = self.by_key.get(key)
             if ref is None:
-                others = [self.control, *(r.channel for r in self.live.values())]
-                ref = start_holder(key, config, self.idle, others)
+                others = [self.channel, *(r.channel for r in self.live.values())]
+                ref = start_holder(key, request.config, self.idle, others)
                 self.by_key[key] = ref
                 self.live[ref.fd] = ref
             try:
                 socket.send_fds(ref.channel, [message], [fd])
-                ref.pending.add(message.partition(b" ")[0])
+                ref.pending.add(request.token)
             except BlockingIOError:
                 return False  # a holder that far behind: do not queue more on it
             except OSError:
@@ -276,7 +282,7 @@ class _Holders:
     def readable(self, ref: HolderRef) -> None:
         """A message from a holder: a reply to relay, an offer to go, or its end."""
         try:
-            message = ref.channel.recv(_MAX_CONFIG)
+            message = ref.channel.recv(control.MAX_MESSAGE)
         except BlockingIOError:
             return
         except OSError:
@@ -286,23 +292,26 @@ class _Holders:
             self.live.pop(ref.fd, None)
             ref.channel.close()
             for token in ref.pending:  # it will never answer these
-                self._relay(token + b" -")
+                self._relay(control.encode_reply(token, None))
             return
-        if message == IDLE:
+        if message == control.IDLE:
             # Nothing more goes to it; what was forwarded before this is served first.
-            if self.by_key.get(ref.key) is ref:
-                del self.by_key[ref.key]
+            self._retire(ref)
             try:
-                ref.channel.send(EXIT)
+                ref.channel.send(control.EXIT)
             except OSError:
                 pass
             return
-        ref.pending.discard(message.partition(b" ")[0])
-        self._relay(message)  # TOKEN SP pid, for the acquirer
+        try:
+            token = control.token_of(message)
+        except ControlMessageError:
+            return  # not a reply: nothing to relay
+        ref.pending.discard(token)
+        self._relay(message)  # TOKEN SP pid, for the acquirer, as the holder wrote it
 
     def _relay(self, message: bytes) -> None:
         try:
-            self.control.send(message)
+            self.channel.send(message)
         except OSError:
             pass
 
@@ -318,80 +327,66 @@ class _Holders:
         self.by_key.clear()
 
 
-def main() -> None:  # noqa: PLR0912, PLR0915
+class _Zygote:
+    """The zygote's part of the fork-and-reap loop (``forkloop.Forker``): a cache of
+    small fixtures to fork with, and holders for the large ones."""
+
+    def __init__(self, channel: socket.socket) -> None:
+        self.channel = channel
+        self.cache = FixtureCache()
+        self.holders = _Holders(channel, hold_seconds(os.environ.get(HOLD_SECONDS_ENV)))
+
+    def watched(self) -> list[Any]:
+        return self.holders.channels()
+
+    def timeout(self) -> float | None:
+        # Sleep until a request, a holder's message or the next cache expiry.
+        return self.cache.next_expiry(time.monotonic())
+
+    def other(self, readable: list[Any]) -> None:
+        self.cache.expire(time.monotonic())
+        for source in readable:
+            if source is not self.channel:
+                self.holders.readable(source)
+
+    def route(self, message: bytes, request: Request, fd: int) -> bool:
+        # A large fixture goes to its holder, whose reply we relay.
+        return self.cache.large(request.config) and self.holders.forward(message, request, fd)
+
+    def fixture(self, config: ActorConfig) -> FixtureSet | None:
+        return self.cache.take(config)
+
+    def in_child(self) -> None:
+        self.channel.close()
+        self.holders.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+
+    def forked(self, pid: int) -> None:
+        _test_delay()
+
+    def replied(self) -> None:
+        pass  # nothing waits for a reply here
+
+    def close(self) -> None:
+        self.channel.close()
+        self.holders.close()
+
+
+def main() -> NoReturn:
     """Entry point of the zygote process: ``python -P -c '...main()' FD``.
 
-    Each request is ``TOKEN SP config`` with the actor's socket end attached; the reply
-    is ``TOKEN SP pid`` (``TOKEN SP -`` when no actor was forked), so an acquirer can
-    tell a late reply to an earlier, timed-out request from its own. A request for a
-    large fixture is forwarded to its holder, whose reply the zygote relays.
+    Requests and replies are ``core/control.py``'s: ``TOKEN SP config`` with the actor's
+    socket end attached, answered ``TOKEN SP pid`` (``TOKEN SP -`` when no actor was
+    forked). A request for a large fixture is forwarded to its holder, whose reply the
+    zygote relays. When the acquirer is gone (EOF), the zygote forks no more, tells its
+    holders to go, and exits once its last child has.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     set_process_name("replay-zygote")
     _become_subreaper()
-    control = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=int(sys.argv[1]))
-    cache = FixtureCache()
-    holders = _Holders(control, _hold_seconds())
-    while True:
-        wait = cache.next_expiry(time.monotonic())
-        watched: list[Any] = [control, *holders.channels()]
-        # Sleep until a request, a holder's message or the next cache expiry.
-        readable, _, _ = select.select(watched, [], [], wait)
-        cache.expire(time.monotonic())
-        for source in readable:
-            if source is not control:
-                holders.readable(source)
-        if control not in readable:
-            continue
-        try:
-            message, fds, _, _ = socket.recv_fds(control, _MAX_CONFIG, 1)
-        except OSError:
-            break
-        if not message:
-            break  # the acquiring process is gone
-        token, _, body = message.partition(b" ")
-        if len(fds) != 1:
-            for fd in fds:
-                os.close(fd)
-            continue
-        try:
-            config = msgspec.json.decode(body, type=ActorConfig)
-        except msgspec.DecodeError:
-            os.close(fds[0])
-            continue
-        if _hung_up(fds[0]):
-            os.close(fds[0])
-            reply = token + b" -"
-        elif cache.large(config) and holders.forward(message, fds[0], config):
-            os.close(fds[0])  # the holder has its own copy of the end now
-            continue  # its holder replies, through us
-        else:
-            fixture = cache.take(config)
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                holders.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                serve_forked(fds[0], config, fixture)  # never returns
-            os.close(fds[0])
-            _test_delay()
-            reply = token + b" " + str(pid).encode("ascii")
-        try:
-            control.send(reply)
-        except OSError:
-            break
-    control.close()
-    holders.close()
-    # Actors may still serve (their owners can outlive the acquirer): stay their parent
-    # until the last one exits, so that none is ever orphaned. With SIGCHLD ignored,
-    # wait() blocks until every child is gone, then raises ECHILD.
-    try:
-        while True:
-            os.wait()
-    except ChildProcessError:
-        pass
-    os._exit(0)
+    channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=int(sys.argv[1]))
+    forkloop.serve(_Zygote(channel))
 
 
 def _become_subreaper() -> None:

@@ -52,6 +52,10 @@ class GeminiGenerateContent:
 
     name: Final = NAME
     routes: Final = (ROUTE,)
+    paths: Final = (
+        "POST /v1beta/models/{model}:generateContent",
+        "POST /v1beta/models/{model}:streamGenerateContent",
+    )
     live: Final = LIVE
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:

@@ -44,6 +44,7 @@ LIVE: Final = LiveEndpoint(
             problem="api_version must look like v1 or v1beta",
         ),
     ),
+    kinds=(("embedding", "gemini-embed"), ("count_tokens", "gemini-count-tokens")),
 )
 
 _encode: Final = msgspec.json.encode

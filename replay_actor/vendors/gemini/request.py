@@ -86,7 +86,9 @@ def _refuse_generation(config: dict[str, Any]) -> None:
     if config.get("logprobs") is not None:
         raise RequestError("generationConfig.logprobs cannot be replayed or recorded")
     modalities = config.get("responseModalities")
-    if modalities is not None and [str(m).upper() for m in modalities] not in ([], ["TEXT"]):
+    if modalities is not None and (
+        type(modalities) is not list or [str(m).upper() for m in modalities] not in ([], ["TEXT"])
+    ):
         raise RequestError(
             "generationConfig.responseModalities other than ['TEXT'] cannot be replayed or recorded"
         )
@@ -233,6 +235,9 @@ def _tool_choice(raw: Any) -> Any:
     mode = calling.get("mode", "AUTO")
     if mode == "MODE_UNSPECIFIED":
         mode = "AUTO"
+    if type(mode) is not str:
+        # Checked before the lookup: a list or an object is unhashable.
+        raise RequestError("toolConfig.functionCallingConfig.mode must be a string")
     if mode not in _MODES:
         raise RequestError(
             f"toolConfig.functionCallingConfig.mode must be AUTO, ANY or NONE, not {mode!r}"

@@ -27,6 +27,12 @@ response, the number of messages it answered and an occurrence number that tells
 different conversations that ended in the same answer (docs/responses.md, "Ids");
 item ids (``msg_``, ``fc_``) derive from the response id and the item's position. No id
 is derived from the request or its hash, so nothing private crosses in an id.
+
+An id is never given to two conversations in the object's life: the occurrence numbers
+issued per answer are counted, not looked up among the remembered transcripts (which
+forget), and an id whose transcript was forgotten is remembered as retired, so asking
+for it is a ``RequestError`` saying it aged out. Both cost a few dozen bytes per
+distinct answer served, against a transcript's kilobytes.
 """
 
 from __future__ import annotations
@@ -79,12 +85,19 @@ class OpenAIResponses:
 
     name: Final = NAME
     routes: Final = (re.compile(r"/responses/?$"),)
+    paths: Final = ("POST /v1/responses",)
     live: Final = LIVE
 
     def __init__(self, capacity: int = TRANSCRIPTS) -> None:
         self._served: OrderedDict[str, _Served] = OrderedDict()
         self._capacity = capacity
         self._lock = threading.Lock()
+        #: Per answer (its seed's first 128 bits), how many occurrence numbers were
+        #: issued: the next conversation ending in it gets the next one, never a reused
+        #: one, even after the earlier transcripts were forgotten.
+        self._issued: dict[str, int] = {}
+        #: Ids whose transcripts were forgotten (least recently used first out).
+        self._retired: set[str] = set()
 
     def read_body(self, body: Any, path: str = "") -> VendorCall:
         """The neutral request and call options for a Responses request body.
@@ -101,6 +114,12 @@ class OpenAIResponses:
             served = self._served.get(previous_id)
             if served is not None:
                 self._served.move_to_end(previous_id)
+        if served is None and previous_id in self._retired:
+            raise RequestError(
+                f"previous_response_id {identifier(previous_id)} was served by this replay "
+                f"provider but has aged out of its memory of the last {self._capacity} "
+                "responses; send the whole conversation as input"
+            )
         if served is None:
             raise RequestError(
                 f"previous_response_id {identifier(previous_id)} was not served by this "
@@ -121,20 +140,30 @@ class OpenAIResponses:
             canonical_json({"position": position, "response": msgspec.to_builtins(response)})
         ).hexdigest()
         with self._lock:
-            for occurrence in range(len(self._served) + 1):
-                rid = f"resp_{digest(f'{seed}:{occurrence}')}"
-                known = self._served.get(rid)
-                if known is None or (known.request == call.request and known.response == response):
-                    break
-            output = output_items(response, rid)
-            if known is None:
-                conversation = [*call.request["messages"][lead:], *read_items(output, "output")]
-                self._served[rid] = _Served(call.request, response, conversation)
-                while len(self._served) > self._capacity:
-                    self._served.popitem(last=False)
-            else:
+            rid = self._known_id(seed, call.request, response)
+            if rid is not None:
                 self._served.move_to_end(rid)
+                return rid, output_items(response, rid)
+            issued = self._issued.get(seed[:32], 0)
+            self._issued[seed[:32]] = issued + 1
+            rid = f"resp_{digest(f'{seed}:{issued}')}"
+            output = output_items(response, rid)
+            conversation = [*call.request["messages"][lead:], *read_items(output, "output")]
+            self._served[rid] = _Served(call.request, response, conversation)
+            while len(self._served) > self._capacity:
+                forgotten, _ = self._served.popitem(last=False)
+                self._retired.add(forgotten)
         return rid, output
+
+    def _known_id(self, seed: str, request: dict[str, Any], response: Response) -> str | None:
+        """The id already serving this very conversation and answer, if it is still
+        remembered (serving it again gives back its id); under the lock."""
+        for occurrence in range(self._issued.get(seed[:32], 0)):
+            rid = f"resp_{digest(f'{seed}:{occurrence}')}"
+            known = self._served.get(rid)
+            if known is not None and known.request == request and known.response == response:
+                return rid
+        return None
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         rid, output = self._serve(response, call)

@@ -1,0 +1,79 @@
+"""URL paths before routing: the spellings a client may use for a served path, which
+vendor a path looks like, and the served paths as a user reads them (docs/front-door.md,
+"Paths").
+
+Runs in: whichever process serves (a transport's caller, or the front door), called by
+``serving.Exchange`` before a vendor is chosen. Pure functions of the path.
+
+- :func:`canonical_path`: Azure OpenAI's ``/openai/deployments/{name}/…``,
+  ``/openai/v1/…`` and ``/openai/…``, and Anthropic's ``/messages…`` without ``/v1``
+  (clients whose base URL must end in ``/v1``, such as ``@ai-sdk/anthropic``, under
+  ``replay-actor run`` whose Anthropic base URL has none) become the ``/v1/…`` path the
+  vendor shapes route.
+  The query (Azure's ``api-version``) is never part of the path here.
+- :func:`looks_like`: the vendor whose error envelope an answer to a path no one serves
+  (or a 401 / 413 before routing) is written in, so each SDK raises its own error.
+- :func:`described`: the served paths a 404 lists, never a regular expression.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable
+from typing import Any, Final
+
+__all__ = ["AZURE_FORMS", "canonical_path", "described", "looks_like"]
+
+_AZURE_DEPLOYMENT: Final = re.compile(r"^/openai/deployments/[^/]+(/.*)$")
+_GEMINI_LOOK: Final = re.compile(r"^/(?:upload/)?v1(?:alpha|beta)\d*/|/models/[^/]+(?::|%3[Aa])")
+
+#: How a 404 says that the OpenAI paths are served below Azure's prefixes too.
+AZURE_FORMS: Final = "the /v1/… paths below /openai/deployments/{name}/ and /openai/ too (Azure)"
+
+
+def canonical_path(path: str) -> str:
+    """``path`` as the vendor shapes route it: Azure's and Anthropic's other spellings
+    rewritten to ``/v1/…``, any other path unchanged."""
+    azure = _AZURE_DEPLOYMENT.match(path)
+    if azure is not None:
+        return "/v1" + azure.group(1)
+    if path.startswith("/openai/v1/"):
+        return path.removeprefix("/openai")
+    if path.startswith("/openai/"):
+        # openai.AzureOpenAI's endpoints that are not per deployment (files, batches,
+        # responses) go below {endpoint}/openai/ with no version in the path.
+        return "/v1" + path.removeprefix("/openai")
+    if path == "/messages" or path.startswith("/messages/"):
+        return "/v1" + path
+    return path
+
+
+def looks_like(path: str, header_names: Collection[str] = ()) -> str:
+    """The registry name of the vendor family a request belongs to by its look:
+    ``anthropic`` for ``/v1/messages…``, ``gemini`` for Google's versioned paths and
+    ``models/{model}:method``; then by the headers only its SDK sends (``header_names``,
+    lower case: ``anthropic-version``; ``x-goog-api-key``, since google-genai's
+    ``GET /v1/models/{model}`` is spelled like OpenAI's); ``ollama`` for ``/api/…``;
+    else ``openai``."""
+    path = canonical_path(path)
+    if path == "/v1/messages" or path.startswith("/v1/messages/"):
+        return "anthropic"
+    if _GEMINI_LOOK.search(path):
+        return "gemini"
+    if "anthropic-version" in header_names:
+        return "anthropic"
+    if "x-goog-api-key" in header_names:
+        return "gemini"
+    if path.startswith("/api/"):
+        return "ollama"
+    return "openai"
+
+
+def described(vendors: Iterable[Any]) -> list[str]:
+    """What each vendor serves, as a user reads it (``POST /v1/chat/completions``): its
+    ``paths`` when it has them, else its name (a shape without ``paths`` still serves)."""
+    out: list[str] = []
+    for vendor in vendors:
+        paths = getattr(vendor, "paths", None)
+        out.extend(paths if paths else [f"the {vendor.name} API"])
+    return out

@@ -1,0 +1,37 @@
+"""Token counting, shared by the three counting shapes (docs/front-door.md, "Token
+counting"): a counting body is the vendor's chat body, read by that vendor's chat
+mapping and given the ``count_tokens`` kind; the answer is the stored ``input_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .._kinds import COUNT_TOKENS
+from .._response import Response, Unexpressible
+from ._common import MalformedResponse, VendorCall
+
+__all__ = ["counted", "live_count", "stored_count"]
+
+
+def counted(call: VendorCall) -> VendorCall:
+    """``call`` asking for the token count of its conversation (never streamed)."""
+    request = {**call.request, "kind": COUNT_TOKENS}
+    return msgspec.structs.replace(call, request=request, stream=False)
+
+
+def stored_count(response: Response) -> int:
+    """The stored count; ``Unexpressible`` when the entry holds none."""
+    if response.input_tokens is None:
+        raise Unexpressible("the stored response holds no input_tokens")
+    return response.input_tokens
+
+
+def live_count(data: Any, key: str) -> dict[str, Any]:
+    """The neutral response for a live count answer holding the integer ``key``."""
+    count = data.get(key) if isinstance(data, dict) else None
+    if type(count) is not int or count < 0:
+        raise MalformedResponse(f"the body has no {key} count")
+    return {"input_tokens": count}

@@ -1,0 +1,68 @@
+"""Embedding vectors, shared by every embedding shape (docs/embeddings.md): reading the
+stored vectors of a neutral response, float32 little-endian base64 both ways, and a live
+answer's vectors checked.
+
+A vector is stored as JSON numbers. One recorded from base64 holds each float32 exactly
+(a float32 is exactly a double), so packing it again as float32 gives the recorded bytes:
+OpenAI's ``encoding_format: "base64"`` and ``"float"`` are both served from one entry.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import struct
+from typing import Any
+
+from .._response import Response, Unexpressible
+from ._common import MalformedResponse
+
+__all__ = ["float32_base64", "from_base64", "live_vector", "stored_vectors"]
+
+
+def stored_vectors(response: Response, texts: int) -> list[list[float]]:
+    """The stored vectors, one per text; ``Unexpressible`` when the entry holds none or
+    a different number (an entry recorded for another request shape)."""
+    vectors = response.embeddings
+    if vectors is None:
+        raise Unexpressible("the stored response holds no embeddings")
+    if len(vectors) != texts:
+        raise Unexpressible(
+            f"the stored response holds {len(vectors)} embeddings for {texts} input texts"
+        )
+    return vectors
+
+
+def float32_base64(vector: list[float]) -> str:
+    """``vector`` as little-endian float32 bytes in base64 (OpenAI's ``base64``);
+    ``Unexpressible`` for a value float32 cannot hold."""
+    try:
+        packed = struct.pack(f"<{len(vector)}f", *vector)
+    except (OverflowError, struct.error):
+        packed = b""
+    else:
+        return base64.b64encode(packed).decode("ascii")
+    raise Unexpressible("a stored embedding value is out of float32 range")
+
+
+def from_base64(text: str) -> list[float]:
+    """A base64 float32 vector as numbers; ``MalformedResponse`` if it is not one."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b"\x00"  # not base64: reported below, outside the except block
+    if len(raw) % 4:
+        raise MalformedResponse("an embedding is not base64 float32")
+    return list(struct.unpack(f"<{len(raw) // 4}f", raw))
+
+
+def live_vector(value: Any) -> list[float]:
+    """A live answer's vector (numbers, or base64 float32), checked."""
+    if isinstance(value, str):
+        return from_base64(value)
+    if not isinstance(value, list) or not all(
+        type(x) in (int, float) and math.isfinite(x) for x in value
+    ):
+        raise MalformedResponse("an embedding is not an array of numbers")
+    return [float(x) for x in value]

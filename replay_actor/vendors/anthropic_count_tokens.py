@@ -1,0 +1,85 @@
+"""Anthropic ``POST /v1/messages/count_tokens`` <-> the neutral chat request of kind
+``count_tokens`` and its ``input_tokens`` (docs/front-door.md, "Token counting").
+
+The body is a messages body without ``max_tokens``; it is read by the messages mapping
+(``anthropic.py``), so a conversation counted hashes as that conversation with the
+``count_tokens`` kind.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import RequestError
+from .._response import Response
+from . import anthropic
+from ._common import VendorCall
+from ._counting import counted, live_count, stored_count
+from ._endpoint import EndpointOption, LiveEndpoint
+
+__all__ = [
+    "LIVE",
+    "AnthropicCountTokens",
+    "from_response",
+    "read_body",
+    "to_body",
+]
+
+#: What the counting endpoint takes of a messages body (anything else is refused there).
+_COUNTED_KEYS: Final = frozenset(
+    {"model", "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers"}
+)
+
+
+def read_body(body: Any) -> VendorCall:
+    """The neutral request (kind ``count_tokens``) for a count_tokens body."""
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    return counted(anthropic.read_body(body))
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The live count_tokens body: the messages body without what counting refuses."""
+    chat = {k: v for k, v in request.items() if k != "kind"}
+    body = anthropic.to_body(chat, model)
+    return {k: v for k, v in body.items() if k in _COUNTED_KEYS}
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """``{"input_tokens": N}`` for a live count answer."""
+    return live_count(data, "input_tokens")
+
+
+LIVE: Final = LiveEndpoint(
+    adapter="AnthropicCountTokensAdapter",
+    shape="a token count",
+    base_url="https://api.anthropic.com",
+    path="/v1/messages/count_tokens",
+    key_header="x-api-key",
+    options=(EndpointOption("anthropic_version", "2023-06-01", header="anthropic-version"),),
+)
+
+
+class AnthropicCountTokens:
+    """The :class:`~replay_actor.vendors.Vendor` for Anthropic's token counting."""
+
+    name: Final = "anthropic-count-tokens"
+    routes: Final = (re.compile(r"/messages/count_tokens/?$"),)
+    paths: Final = ("POST /v1/messages/count_tokens",)
+    live: Final = LIVE
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return {"input_tokens": stored_count(response)}
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return msgspec.json.encode(self.response_body(response, call))
+
+    error_body = staticmethod(anthropic.error_body)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

@@ -1,0 +1,95 @@
+"""Gemini ``POST …/models/{model}:countTokens`` <-> the neutral chat request of kind
+``count_tokens`` and its ``input_tokens`` (docs/front-door.md, "Token counting").
+
+The body is ``{"contents": [...]}`` (google-genai's form) or ``{"generateContentRequest":
+{...}}``; either is read by the ``generateContent`` mapping (``gemini/``), so a
+conversation counted hashes as that conversation with the ``count_tokens`` kind. The
+answer is ``{"totalTokens": N}``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import RequestError
+from .._response import Response
+from . import gemini
+from ._common import VendorCall
+from ._counting import counted, live_count, stored_count
+from ._endpoint import LiveEndpoint
+
+__all__ = [
+    "LIVE",
+    "ROUTE",
+    "GeminiCountTokens",
+    "from_response",
+    "read_body",
+    "to_body",
+]
+
+ROUTE: Final = re.compile(r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])countTokens/?$")
+
+
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral request (kind ``count_tokens``) for a countTokens body."""
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    inner = body.get("generateContentRequest", body.get("generate_content_request"))
+    if inner is not None:
+        if type(inner) is not dict:
+            raise RequestError("generateContentRequest must be an object")
+        if set(body) - {"generateContentRequest", "generate_content_request"}:
+            raise RequestError("send contents or generateContentRequest, not both")
+        body = {k: v for k, v in inner.items() if k != "model"}
+    call = gemini.read_body(body)
+    match = ROUTE.search(path)
+    return counted(msgspec.structs.replace(call, model=match["model"] if match else ""))
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The live countTokens body: the whole generateContent request, so the system
+    instruction and tools are counted too."""
+    chat = {k: v for k, v in request.items() if k != "kind"}
+    inner = gemini.to_body(chat, model)
+    name = model if model.startswith("models/") else f"models/{model}"
+    return {"generateContentRequest": {"model": name, **inner}}
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """``{"input_tokens": N}`` for a live countTokens answer."""
+    return live_count(data, "totalTokens")
+
+
+LIVE: Final = LiveEndpoint(
+    adapter="GeminiCountTokensAdapter",
+    shape="a token count",
+    base_url=gemini.LIVE.base_url,
+    path="/{api_version}/models/{model}:countTokens",
+    key_header="x-goog-api-key",
+    options=gemini.LIVE.options,
+)
+
+
+class GeminiCountTokens:
+    """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``countTokens``."""
+
+    name: Final = "gemini-count-tokens"
+    routes: Final = (ROUTE,)
+    paths: Final = ("POST /v1beta/models/{model}:countTokens",)
+    live: Final = LIVE
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body, path)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return {"totalTokens": stored_count(response)}
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return msgspec.json.encode(self.response_body(response, call))
+
+    error_body = staticmethod(gemini.error_body)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

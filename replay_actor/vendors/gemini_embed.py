@@ -1,0 +1,187 @@
+"""Gemini ``POST …/models/{model}:embedContent`` and ``:batchEmbedContents`` <-> the
+neutral embedding request and its vectors (docs/embeddings.md).
+
+One text per request for ``embedContent`` (``content.parts[].text``, joined), one per
+item of ``requests`` for ``batchEmbedContents`` (google-genai's ``embed_content`` posts
+this form, each item naming the model). The model comes from the path (or the items,
+which must agree); ``outputDimensionality`` is the neutral ``dimensions``; ``taskType``
+and ``title`` change the vectors and are hashed (``params``). The live side always posts
+``batchEmbedContents``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import RequestError
+from .._kinds import EMBEDDING
+from .._response import Response
+from . import gemini
+from ._common import MalformedResponse, VendorCall
+from ._endpoint import LiveEndpoint
+from ._vectors import live_vector, stored_vectors
+
+__all__ = [
+    "LIVE",
+    "ROUTE",
+    "GeminiEmbed",
+    "from_response",
+    "read_body",
+    "response_body",
+    "to_body",
+]
+
+ROUTE: Final = re.compile(
+    r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])"
+    r"(?P<method>embedContent|batchEmbedContents)/?$"
+)
+_SNAKE: Final = {
+    "task_type": "taskType",
+    "output_dimensionality": "outputDimensionality",
+}
+_OPTIONS: Final = ("taskType", "title", "outputDimensionality")
+_ITEM_KEYS: Final = frozenset({"model", "content", *_OPTIONS, *_SNAKE})
+
+
+def _text(content: Any, where: str) -> str:
+    parts = content.get("parts") if type(content) is dict else None
+    if type(parts) is not list or not parts:
+        raise RequestError(f"{where}.parts must be a non-empty array")
+    texts = []
+    for i, part in enumerate(parts):
+        if type(part) is not dict or type(part.get("text")) is not str or len(part) != 1:
+            raise RequestError(f"{where}.parts[{i}] must be a text part (only text is embedded)")
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def _options(item: dict[str, Any], where: str) -> dict[str, Any]:
+    """The hashed options of one item, camelCase; extra keys refused."""
+    extra = sorted(set(item) - _ITEM_KEYS)
+    if extra:
+        raise RequestError(f"{where}{extra[0]} cannot be replayed")
+    return {
+        _SNAKE.get(k, k): v
+        for k, v in item.items()
+        if k not in ("model", "content") and v is not None
+    }
+
+
+def _model_name(value: Any) -> str:
+    return value.removeprefix("models/") if type(value) is str else ""
+
+
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral embedding request for an embedContent or batchEmbedContents body."""
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    match = ROUTE.search(path)
+    model = match["model"] if match else _model_name(body.get("model"))
+    # Without a path (``--from gemini-embed`` of a file), ``requests`` says batch.
+    batch = match["method"] == "batchEmbedContents" if match else "requests" in body
+    if batch:
+        items = body.get("requests")
+        if type(items) is not list or not items or set(body) - {"requests"}:
+            raise RequestError("requests must be a non-empty array (and the only field)")
+        answer_as = "batch"
+    else:
+        items = [body]
+        answer_as = "single"
+    texts: list[str] = []
+    options: dict[str, Any] | None = None
+    for i, item in enumerate(items):
+        where = f"requests[{i}]." if answer_as == "batch" else ""
+        if type(item) is not dict:
+            raise RequestError(f"{where or 'the body '}must be an object")
+        named = _model_name(item.get("model"))
+        if named and model and named != model:
+            raise RequestError(f"{where}model differs from the model in the path")
+        model = model or named
+        texts.append(_text(item.get("content"), f"{where}content"))
+        mine = _options(item, where)
+        if options is not None and mine != options:
+            raise RequestError(f"{where}options differ from the first request's")
+        options = mine
+    if not model:
+        raise RequestError("the model must be named (in the path or the body)")
+    request: dict[str, Any] = {"kind": EMBEDDING, "model": model, "texts": texts}
+    params = dict(options or {})
+    dimensions = params.pop("outputDimensionality", None)
+    if dimensions is not None:
+        request["dimensions"] = dimensions
+    if params:
+        request["params"] = params
+    return VendorCall(request=request, model=model, answer_as=answer_as)
+
+
+def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
+    """``{"embedding": {values}}`` or ``{"embeddings": [{values}, ...]}``."""
+    vectors = stored_vectors(response, len(call.request["texts"]))
+    if call.answer_as == "single":
+        return {"embedding": {"values": vectors[0]}}
+    return {"embeddings": [{"values": vector} for vector in vectors]}
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The live batchEmbedContents body (the request's own model)."""
+    name = "models/" + str(request["model"]).removeprefix("models/")
+    options = dict(request.get("params", {}))
+    if "dimensions" in request:
+        options["outputDimensionality"] = request["dimensions"]
+    return {
+        "requests": [
+            {"model": name, "content": {"parts": [{"text": text}]}, **options}
+            for text in request["texts"]
+        ]
+    }
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """The neutral response for a live (batch or single) embedding answer."""
+    if isinstance(data, dict) and isinstance(data.get("embedding"), dict):
+        items = [data["embedding"]]
+    elif isinstance(data, dict) and isinstance(data.get("embeddings"), list):
+        items = data["embeddings"]
+    else:
+        raise MalformedResponse("the body has no embeddings")
+    if not all(isinstance(item, dict) for item in items):
+        raise MalformedResponse("an embedding is not an object")
+    return {"embeddings": [live_vector(item.get("values")) for item in items]}
+
+
+LIVE: Final = LiveEndpoint(
+    adapter="GeminiEmbedAdapter",
+    shape="embeddings",
+    base_url=gemini.LIVE.base_url,
+    path="/{api_version}/models/{model}:batchEmbedContents",
+    key_header="x-goog-api-key",
+    options=gemini.LIVE.options,
+)
+
+
+class GeminiEmbed:
+    """The :class:`~replay_actor.vendors.Vendor` for Gemini's embeddings."""
+
+    name: Final = "gemini-embed"
+    routes: Final = (ROUTE,)
+    paths: Final = (
+        "POST /v1beta/models/{model}:embedContent",
+        "POST /v1beta/models/{model}:batchEmbedContents",
+    )
+    live: Final = LIVE
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body, path)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return response_body(response, call)
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return msgspec.json.encode(response_body(response, call))
+
+    error_body = staticmethod(gemini.error_body)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

@@ -1,0 +1,154 @@
+"""Ollama ``POST /api/generate`` <-> the neutral ``completion`` request (docs/ollama.md).
+
+``prompt`` is the prompt; ``system``, ``suffix``, ``template``, ``raw``, ``think`` and the
+generation ``options`` are hashed in ``params``; ``format`` as chat's. ``context`` (the
+token state of an earlier answer) and ``images`` are refused: a fixture holds text. The
+answer's text is the stored ``content``; it streams as NDJSON unless ``stream: false``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+from ..._errors import RequestError
+from ..._kinds import COMPLETION
+from ..._response import Response
+from .._common import MalformedResponse, VendorCall
+from ._wire import (
+    CREATED_AT,
+    NDJSON,
+    NOT_HASHED,
+    counts,
+    error_body,
+    live_endpoint,
+    live_format,
+    live_options,
+    live_usage,
+    ndjson,
+    read_format,
+    read_options,
+)
+
+__all__ = [
+    "LIVE",
+    "OllamaGenerate",
+    "from_response",
+    "read_body",
+    "response_body",
+    "stream_body",
+    "to_body",
+]
+
+_OWNED: Final = NOT_HASHED | {"prompt", "format", "options"}
+_REFUSED: Final = ("context", "images")
+
+
+def read_body(body: Any) -> VendorCall:
+    """The neutral completion request for an ``/api/generate`` body."""
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    for key in _REFUSED:
+        if body.get(key):
+            raise RequestError(f"{key} cannot be replayed or recorded")
+    prompt = body.get("prompt", "")
+    if type(prompt) is not str:
+        raise RequestError("prompt must be a string")
+    request: dict[str, Any] = {"kind": COMPLETION, "prompt": prompt}
+    params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
+    params = {k: v for k, v in params.items() if k not in _REFUSED}
+    response_format = read_format(body.get("format"))
+    if response_format is not None:
+        params["format"] = response_format
+    read_options(body, params)
+    if params:
+        request["params"] = params
+    model = body.get("model")
+    return VendorCall(
+        request=request,
+        model=model if type(model) is str else "",
+        stream=body.get("stream") is not False,
+    )
+
+
+def _done(response: Response) -> str:
+    return "length" if response.finish_reason == "length" else "stop"
+
+
+def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
+    """The whole ``/api/generate`` answer (``stream: false``)."""
+    return {
+        "model": call.model,
+        "created_at": CREATED_AT,
+        "response": response.content or "",
+        "done": True,
+        "done_reason": _done(response),
+        **counts(response),
+    }
+
+
+def stream_body(response: Response, call: VendorCall) -> bytes:
+    """The answer as NDJSON: the text, then an empty ``done`` line with the counts."""
+    head = {"model": call.model, "created_at": CREATED_AT}
+    last = {**head, "response": "", "done": True, "done_reason": _done(response)}
+    return ndjson(
+        [
+            {**head, "response": response.content or "", "done": False},
+            {**last, **counts(response)},
+        ]
+    )
+
+
+_TOP_LEVEL: Final = frozenset({"system", "suffix", "template", "raw", "think"})
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The live ``/api/generate`` body (never streamed)."""
+    params = dict(request.get("params", {}))
+    body: dict[str, Any] = {"model": model, "prompt": request["prompt"], "stream": False}
+    for key in sorted(_TOP_LEVEL.intersection(params)):
+        body[key] = params.pop(key)
+    if "format" in params:
+        body["format"] = live_format(params.pop("format"))
+    if params:
+        body["options"] = live_options(params)
+    return body
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """The neutral response for a whole ``/api/generate`` answer."""
+    text = data.get("response") if isinstance(data, dict) else None
+    if not isinstance(text, str):
+        raise MalformedResponse("the body has no response text")
+    done = data.get("done_reason")
+    return {
+        "content": text,
+        "finish_reason": "length" if done == "length" else "stop",
+        "usage": live_usage(data),
+    }
+
+
+LIVE: Final = live_endpoint("OllamaGenerateAdapter", "an Ollama answer", "/api/generate")
+
+
+class OllamaGenerate:
+    """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/generate``."""
+
+    name: Final = "ollama-generate"
+    routes: Final = (re.compile(r"/api/generate/?$"),)
+    paths: Final = ("POST /api/generate",)
+    live: Final = LIVE
+    stream_content_type: Final = NDJSON
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return response_body(response, call)
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return stream_body(response, call)
+
+    error_body = staticmethod(error_body)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

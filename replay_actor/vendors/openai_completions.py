@@ -1,0 +1,186 @@
+"""OpenAI legacy completions ``POST /v1/completions`` <-> the neutral ``completion``
+request (docs/ollama.md, "Legacy completions").
+
+``prompt`` is a string (or an array of exactly one string); generation parameters go to
+``params`` as chat's do (``max_tokens``, ``stop`` as an array), and what a neutral answer
+cannot hold (``n``/``best_of`` other than 1, ``logprobs``) is refused. The answer is a
+``text_completion`` whose text is the stored ``content``, or its server-sent events.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import RequestError
+from .._kinds import COMPLETION
+from .._response import Response
+from ._common import (
+    NOT_HASHED,
+    MalformedResponse,
+    VendorCall,
+    error_envelope,
+    refuse_unfaithful,
+    response_id,
+)
+from ._endpoint import LiveEndpoint
+
+__all__ = [
+    "LIVE",
+    "OpenAICompletions",
+    "from_response",
+    "read_body",
+    "read_prompt",
+    "response_body",
+    "stream_body",
+    "to_body",
+]
+
+_OWNED: Final = NOT_HASHED | {"prompt", "stop"}
+_RESERVED: Final = frozenset({"model", "prompt", "stream"})
+_encode: Final = msgspec.json.encode
+
+
+def read_prompt(value: Any) -> str:
+    """The prompt text of a string or a one-string array; ``RequestError`` else."""
+    if type(value) is list and len(value) == 1:
+        value = value[0]
+    if type(value) is not str:
+        raise RequestError(
+            "prompt must be a string or an array of one string "
+            "(token arrays and batched prompts cannot be replayed)"
+        )
+    return value
+
+
+def read_body(body: Any) -> VendorCall:
+    """The neutral completion request for a completions body."""
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    refuse_unfaithful(body)
+    best_of = body.get("best_of")
+    if best_of is not None and (type(best_of) is bool or best_of != 1):
+        raise RequestError("best_of other than 1 cannot be replayed or recorded")
+    request: dict[str, Any] = {"kind": COMPLETION, "prompt": read_prompt(body.get("prompt"))}
+    params = {k: v for k, v in body.items() if k not in _OWNED}
+    stop = body.get("stop")
+    if stop is not None:
+        params["stop"] = [stop] if type(stop) is str else stop
+    if params:
+        request["params"] = params
+    options = body.get("stream_options")
+    model = body.get("model")
+    return VendorCall(
+        request=request,
+        model=model if type(model) is str else "",
+        stream=body.get("stream") is True,
+        include_usage=type(options) is dict and options.get("include_usage") is True,
+    )
+
+
+def _usage(response: Response) -> dict[str, Any]:
+    usage = response.usage or {}
+    prompt = usage.get("prompt_tokens", usage.get("input_tokens", 0))
+    completion = usage.get("completion_tokens", usage.get("output_tokens", 0))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": usage.get("total_tokens", prompt + completion),
+    }
+
+
+def _head(response: Response, model: str) -> dict[str, Any]:
+    return {
+        "id": response_id(response, "cmpl-"),
+        "object": "text_completion",
+        "created": response.created,
+        "model": model,
+    }
+
+
+def response_body(response: Response, model: str) -> dict[str, Any]:
+    """The ``text_completion`` answering with the stored text."""
+    choice = {
+        "text": response.content or "",
+        "index": 0,
+        "logprobs": None,
+        "finish_reason": response.finish_reason or "stop",
+    }
+    return {**_head(response, model), "choices": [choice], "usage": _usage(response)}
+
+
+def stream_body(response: Response, call: VendorCall) -> bytes:
+    """The same answer as server-sent events: the text, then the finish, then [DONE]."""
+    head = _head(response, call.model)
+
+    def event(text: str, finish: str | None) -> bytes:
+        choice = {"text": text, "index": 0, "logprobs": None, "finish_reason": finish}
+        return b"data: " + _encode({**head, "choices": [choice]}) + b"\n\n"
+
+    parts = [event(response.content or "", None), event("", response.finish_reason or "stop")]
+    if call.include_usage:
+        usage = {**head, "choices": [], "usage": _usage(response)}
+        parts.append(b"data: " + _encode(usage) + b"\n\n")
+    parts.append(b"data: [DONE]\n\n")
+    return b"".join(parts)
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The live completions body for a neutral completion request."""
+    params: dict[str, Any] = request.get("params", {})
+    clash = sorted(_RESERVED.intersection(params))
+    if clash:
+        raise RequestError(f"params may not set {clash[0]!r} (the adapter owns it)")
+    return {**params, "model": model, "prompt": request["prompt"]}
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """The neutral response (``content``, ``finish_reason``, ``usage``) for a live answer."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedResponse("the body has no choices")
+    text = choices[0].get("text")
+    if not isinstance(text, str):
+        raise MalformedResponse("the first choice has no text")
+    finish = choices[0].get("finish_reason")
+    usage = data.get("usage")
+    return {
+        "content": text,
+        "finish_reason": finish if isinstance(finish, str) else None,
+        "usage": usage if isinstance(usage, dict) else None,
+    }
+
+
+LIVE: Final = LiveEndpoint(
+    adapter="OpenAICompletionsAdapter",
+    shape="a text completion",
+    base_url="https://api.openai.com/v1",
+    path="/completions",
+    key_header="Authorization",
+    key_prefix="Bearer ",
+)
+
+
+class OpenAICompletions:
+    """The :class:`~replay_actor.vendors.Vendor` for OpenAI legacy completions."""
+
+    name: Final = "openai-completions"
+    # Not /chat/completions: the path segment before must not be "chat".
+    routes: Final = (re.compile(r"(?:^|/)(?<!chat/)completions/?$"),)
+    paths: Final = ("POST /v1/completions",)
+    live: Final = LIVE
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return response_body(response, call.model)
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return stream_body(response, call)
+
+    error_body = staticmethod(error_envelope)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

@@ -1,0 +1,160 @@
+"""OpenAI embeddings ``POST /v1/embeddings`` <-> the neutral embedding request and its
+vectors (docs/embeddings.md).
+
+``input`` is a string or an array of strings (token arrays are refused: a fixture holds
+text); ``model`` and ``dimensions`` are hashed, ``user`` is not, any other key goes to
+``params`` (hashed). The answer's ``encoding_format`` is not hashed: the SDK's default
+``base64`` and ``float`` are both served from one recorded entry, float32-exact. The live
+side always asks for ``base64``, so what is recorded is exactly the float32 the model
+gave.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import RequestError
+from .._kinds import EMBEDDING
+from .._response import Response
+from ._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
+from ._endpoint import LiveEndpoint
+from ._vectors import float32_base64, live_vector, stored_vectors
+
+__all__ = [
+    "LIVE",
+    "OpenAIEmbeddings",
+    "from_response",
+    "read_body",
+    "read_texts",
+    "response_body",
+    "to_body",
+]
+
+_OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
+_FORMATS: Final = frozenset({"float", "base64"})
+_encode: Final = msgspec.json.encode
+
+
+def read_texts(value: Any, where: str = "input") -> list[str]:
+    """A string or an array of strings as the texts to embed; ``RequestError`` else."""
+    if type(value) is str:
+        return [value]
+    if type(value) is not list or not value:
+        raise RequestError(f"{where} must be a string or a non-empty array of strings")
+    for i, item in enumerate(value):
+        if type(item) is not str:
+            raise RequestError(
+                f"{where}[{i}] must be a string (token arrays cannot be replayed or recorded)"
+            )
+    return list(value)
+
+
+def read_body(body: Any) -> VendorCall:
+    """The neutral embedding request for an embeddings body."""
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    model = body.get("model")
+    if type(model) is not str or not model:
+        raise RequestError("model must be a non-empty string (an embedding is hashed with it)")
+    request: dict[str, Any] = {
+        "kind": EMBEDDING,
+        "model": model,
+        "texts": read_texts(body.get("input")),
+    }
+    dimensions = body.get("dimensions")
+    if dimensions is not None:
+        request["dimensions"] = dimensions
+    params = {k: v for k, v in body.items() if k not in _OWNED}
+    if params:
+        request["params"] = params
+    form = body.get("encoding_format")
+    if form is None:
+        form = "float"  # the API's default when the field is absent
+    if type(form) is not str or form not in _FORMATS:
+        raise RequestError("encoding_format must be 'float' or 'base64'")
+    return VendorCall(request=request, model=model, answer_as=form)
+
+
+def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
+    """The ``list`` of ``embedding`` objects, in the asked encoding."""
+    vectors = stored_vectors(response, len(call.request["texts"]))
+    as_base64 = call.answer_as == "base64"
+    usage = response.usage or {}
+    prompt = usage.get("prompt_tokens", 0)
+    return {
+        "object": "list",
+        "data": [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": float32_base64(vector) if as_base64 else vector,
+            }
+            for i, vector in enumerate(vectors)
+        ],
+        "model": call.model,
+        "usage": {"prompt_tokens": prompt, "total_tokens": usage.get("total_tokens", prompt)},
+    }
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The live embeddings body: the request's own model, base64 (exact float32)."""
+    body: dict[str, Any] = dict(request.get("params", {}))
+    body.update(model=request["model"], input=request["texts"], encoding_format="base64")
+    if "dimensions" in request:
+        body["dimensions"] = request["dimensions"]
+    return body
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """The neutral response (``embeddings`` in input order, ``usage``) for a live answer."""
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise MalformedResponse("the body has no data array")
+    items = data["data"]
+    if not all(isinstance(item, dict) for item in items):
+        raise MalformedResponse("a data item is not an object")
+    indexes = [item.get("index", i) for i, item in enumerate(items)]
+    if sorted(indexes) != list(range(len(items))):
+        raise MalformedResponse("the data indexes are not 0..n-1")
+    ordered = sorted(zip(indexes, items, strict=True), key=lambda pair: pair[0])
+    usage = data.get("usage")
+    return {
+        "embeddings": [live_vector(item.get("embedding")) for _, item in ordered],
+        "usage": usage if isinstance(usage, dict) else None,
+    }
+
+
+LIVE: Final = LiveEndpoint(
+    adapter="OpenAIEmbeddingsAdapter",
+    shape="an embeddings list",
+    base_url="https://api.openai.com/v1",
+    path="/embeddings",
+    key_header="Authorization",
+    key_prefix="Bearer ",
+)
+
+
+class OpenAIEmbeddings:
+    """The :class:`~replay_actor.vendors.Vendor` for OpenAI embeddings."""
+
+    name: Final = "openai-embeddings"
+    # Not /api/embeddings: that is Ollama's older endpoint, which is not served.
+    routes: Final = (re.compile(r"(?<!/api)/embeddings/?$"),)
+    paths: Final = ("POST /v1/embeddings",)
+    live: Final = LIVE
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return response_body(response, call)
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        # Embeddings are never streamed; the JSON answer is the only form.
+        return _encode(response_body(response, call))
+
+    error_body = staticmethod(error_envelope)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

@@ -1,0 +1,104 @@
+"""OpenAI ``POST /v1/responses/input_tokens`` <-> the neutral chat request of kind
+``count_tokens`` and its ``input_tokens`` (docs/front-door.md, "Token counting").
+
+The body is a Responses request body, read by the Responses mapping
+(``openai_responses/``), so a conversation counted hashes as that conversation with the
+``count_tokens`` kind. ``previous_response_id`` is refused here: counting has no memory
+of served responses (send the conversation as input).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final
+
+import msgspec
+
+from .._errors import RequestError
+from .._response import Response
+from ._common import VendorCall, error_envelope
+from ._counting import counted, live_count, stored_count
+from ._endpoint import LiveEndpoint
+from .openai_responses.live import to_body as responses_body
+from .openai_responses.request import read_body as read_responses
+
+__all__ = [
+    "LIVE",
+    "OpenAIInputTokens",
+    "from_response",
+    "read_body",
+    "to_body",
+]
+
+#: What the counting endpoint takes of a Responses body.
+_COUNTED_KEYS: Final = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "text",
+        "reasoning",
+        "parallel_tool_calls",
+        "truncation",
+    }
+)
+
+
+def _no_memory(previous_id: Any) -> dict[str, Any]:
+    raise RequestError(
+        "previous_response_id cannot be counted by replay-actor; send the conversation as input"
+    )
+
+
+def read_body(body: Any) -> VendorCall:
+    """The neutral request (kind ``count_tokens``) for an input_tokens body."""
+    if type(body) is not dict:
+        raise RequestError("the request body must be a JSON object")
+    call = read_responses(body, _no_memory)
+    return counted(VendorCall(request=call.request, model=call.model))
+
+
+def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
+    """The live input_tokens body: the Responses body without what counting refuses."""
+    chat = {k: v for k, v in request.items() if k != "kind"}
+    body = responses_body(chat, model)
+    return {k: v for k, v in body.items() if k in _COUNTED_KEYS}
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """``{"input_tokens": N}`` for a live input_tokens answer."""
+    return live_count(data, "input_tokens")
+
+
+LIVE: Final = LiveEndpoint(
+    adapter="OpenAIInputTokensAdapter",
+    shape="a token count",
+    base_url="https://api.openai.com/v1",
+    path="/responses/input_tokens",
+    key_header="Authorization",
+    key_prefix="Bearer ",
+)
+
+
+class OpenAIInputTokens:
+    """The :class:`~replay_actor.vendors.Vendor` for OpenAI's input token counting."""
+
+    name: Final = "openai-input-tokens"
+    routes: Final = (re.compile(r"/responses/input_tokens/?$"),)
+    paths: Final = ("POST /v1/responses/input_tokens",)
+    live: Final = LIVE
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall:
+        return read_body(body)
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
+        return {"object": "response.input_tokens", "input_tokens": stored_count(response)}
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes:
+        return msgspec.json.encode(self.response_body(response, call))
+
+    error_body = staticmethod(error_envelope)
+    to_body = staticmethod(to_body)
+    from_response = staticmethod(from_response)

@@ -1,0 +1,204 @@
+"""Maps that cannot drift (issue 23, item 4): every module of the package is on its
+package's ``__init__`` docstring map and on docs/architecture.md's map of the package,
+nothing on either map is missing on disk, and every module's public names are in its
+``__all__``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from tests.test_layout import PACKAGE, ROOT
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def _children(package: Path) -> set[str]:
+    """A package's modules (``name.py``) and subpackages (``name/``), ``__init__`` aside."""
+    found = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    found |= {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()}
+    return found
+
+
+def _packages() -> list[Path]:
+    return sorted(p.parent for p in PACKAGE.rglob("__init__.py"))
+
+
+def _docstring(package: Path) -> str:
+    return ast.get_docstring(ast.parse((package / "__init__.py").read_text("utf-8"))) or ""
+
+
+def named_on_map(child: str, text: str) -> bool:
+    """True if a package's docstring names ``child`` (``x.py`` or ``x/``): as ``x.py`` /
+    ``x/``, as ````x````, or at the start of a map line (``x   what it owns``)."""
+    stem = child.removesuffix(".py").removesuffix("/")
+    suffix = "/" if child.endswith("/") else r"\.py"
+    patterns = (
+        rf"(?<![\w/.]){re.escape(stem)}{suffix}(?![\w])",
+        rf"``{re.escape(stem)}``",
+        rf"(?m)^\s*(?:-\s*)?{re.escape(stem)}(?:{suffix})?\s{{2,}}\S",
+    )
+    return any(re.search(p, text) for p in patterns)
+
+
+def mapped_names(text: str) -> set[str]:
+    """The ``x.py`` and ``x/`` a docstring names that are its own package's (not
+    ``files/sidecar.py`` or ``docs/...``, which name another package's)."""
+    found = set(re.findall(r"(?<![\w/.])(\w+\.py)\b", text))
+    found |= set(re.findall(r"(?<![\w/.`])(\w+/)(?![\w.])", text))
+    return found
+
+
+def architecture_map() -> set[str]:
+    """Every path on docs/architecture.md's map of the package (``replay_actor/``
+    relative: ``replay/core/control.py``, ``replay/core/``), read from its indentation."""
+    text = ARCHITECTURE.read_text("utf-8")
+    section = text.split("## Map of the package", 1)[1]
+    block = section.split("```", 2)[1]
+    lines = block.splitlines()[1:]
+    assert lines[0].strip() == "replay_actor/"
+    stack: list[str] = []
+    paths = set()
+    for line in lines[1:]:
+        match = re.match(r"^( +)([\w.]+(?:\.py|/))(?:\s|$)", line)
+        if match is None:
+            continue  # a description's continuation line
+        depth = len(match.group(1)) // 2
+        del stack[depth - 1 :]
+        stack.append(match.group(2))
+        paths.add("".join(stack))
+    return paths
+
+
+def _on_disk() -> set[str]:
+    found = set()
+    for package in _packages():
+        base = package.relative_to(PACKAGE).as_posix()
+        prefix = "" if base == "." else f"{base}/"
+        found |= {prefix + child for child in _children(package)}
+    return found
+
+
+def test_every_package_map_names_each_of_its_modules() -> None:
+    missing = []
+    for package in _packages():
+        text = _docstring(package)
+        missing += [
+            f"{package.relative_to(ROOT)}: {child}"
+            for child in sorted(_children(package))
+            if not named_on_map(child, text)
+        ]
+    assert missing == []
+
+
+def test_no_package_map_names_a_module_it_does_not_have() -> None:
+    stale = []
+    for package in _packages():
+        children = _children(package)
+        stale += [
+            f"{package.relative_to(ROOT)}: {name}"
+            for name in sorted(mapped_names(_docstring(package)))
+            if name not in children and name != "__init__.py"
+        ]
+    assert stale == []
+
+
+def test_the_architecture_map_matches_the_disk() -> None:
+    on_map = architecture_map()
+    on_disk = _on_disk() | {"__init__.py"}
+    assert sorted(on_disk - on_map) == [], "missing from docs/architecture.md's map"
+    assert sorted(on_map - on_disk) == [], "on docs/architecture.md's map, not on disk"
+
+
+def test_the_map_readers_see_what_they_should() -> None:
+    # The checks above can fail: the readers find a module, and miss an absent one.
+    assert named_on_map("control.py", "    control.py   the control messages")
+    assert named_on_map("durable.py", "- ``durable``: atomic replacement")
+    assert named_on_map("_format.py", "    _format    the line layout")
+    assert named_on_map("core/", "    core/      any      I/O-free")
+    assert not named_on_map("control.py", "the control messages, encoded once")
+    assert not named_on_map("wire.py", "see ``io/wire.py`` for the channel")
+    assert mapped_names("sync.py and ``files/sidecar.py`` and core/ (docs/x.md)") == {
+        "sync.py",
+        "core/",
+    }
+    assert {"replay/core/control.py", "replay/core/", "cli/_shared.py"} <= architecture_map()
+
+
+# -- public names and __all__ ----------------------------------------------------------
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _dunder_all(tree: ast.Module) -> set[str] | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return set(ast.literal_eval(value))
+    return None
+
+
+def _imported_names(trees: dict[str, tuple[Path, ast.Module]]) -> dict[str, set[str]]:
+    """Module -> the public names other modules import from it. A private module's
+    names shared inside its own package (``fixture/_parse`` from ``fixture/_format``)
+    are the package's business, not the module's interface, and do not count."""
+    found: dict[str, set[str]] = {name: set() for name in trees}
+    for importer, (path, tree) in trees.items():
+        package = importer if path.name == "__init__.py" else importer.rsplit(".", 1)[0]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target not in found:
+                continue
+            parent, _, leaf = target.rpartition(".")
+            if leaf.startswith("_") and parent == package:
+                continue
+            found[target] |= {
+                a.name
+                for a in node.names
+                if not a.name.startswith("_") and f"{target}.{a.name}" not in found
+            }
+    return found
+
+
+def public_names_missing_from_all() -> list[str]:
+    trees = {
+        _module_name(path): (path, ast.parse(path.read_text("utf-8")))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+    imported = _imported_names(trees)
+    found = []
+    for module, (_path, tree) in trees.items():
+        defined = {
+            node.name
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and not node.name.startswith("_")
+        }
+        public = defined | imported[module]
+        listed = _dunder_all(tree)
+        if listed is None:
+            if public:
+                found.append(f"{module}: no __all__ for {sorted(public)}")
+            continue
+        if public - listed:
+            found.append(f"{module}: {sorted(public - listed)}")
+    return found
+
+
+def test_every_public_name_is_in_its_modules_all() -> None:
+    assert public_names_missing_from_all() == []
