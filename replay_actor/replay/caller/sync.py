@@ -125,11 +125,11 @@ class SyncLink:
         sent. Only on an open, idle channel; nothing is waited for, and a failure is
         left to the exchange that follows (its own write meets the same end)."""
         slot: _Slot | None = getattr(self._local, "slot", None)
-        if slot is None or not slot.waker.choose():
-            return False
-        if slot.channel is None or not slot.lock.acquire(blocking=False):
+        if slot is None or slot.channel is None or not slot.lock.acquire(blocking=False):
             return False
         try:
+            if not slot.waker.choose():
+                return False
             slot.channel.send_frame(_WAKE)
             return True
         except OSError:

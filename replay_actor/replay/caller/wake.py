@@ -16,10 +16,9 @@ That pays only where cores are idle. Where they are busy (other work, a CPU hog 
 each core), the extra wake-up and the polling compete with the work that has to be done
 and a call gets slower (measured: up to 2-3 x). So each channel measures: a call's
 time, from before its ``WAKE`` (or where it would be) to its reply, is averaged
-separately with and without (the median of the last few calls each way); the channel
-uses the faster way, and now and then one call the other way, so that the choice follows
-the machine (less and less often while that way stays the slower: ``_MIN_GAP`` to
-``_MAX_GAP`` calls apart).
+separately with and without; the channel uses the faster way, and now and then one call
+the other way, so that the choice follows the machine (less and less often while that
+way stays the slower: ``_MIN_GAP`` to ``_MAX_GAP`` calls apart).
 """
 
 from __future__ import annotations
@@ -32,32 +31,30 @@ __all__ = ["REPLY_SPIN", "Waker"]
 REPLY_SPIN: Final = 100e-6
 #: How many calls apart a channel tries the slower way once (to follow the machine):
 #: from ``_MIN_GAP``, doubled each time that way is still the slower, to ``_MAX_GAP``.
-_MIN_GAP: Final = 64
-_MAX_GAP: Final = 4096
-#: A way's time is the median of its last ``_KEPT`` calls: one slow call (the first on
-#: a channel, a preempted one) does not decide.
-_KEPT: Final = 8
+_MIN_GAP: Final = 16
+_MAX_GAP: Final = 1024
+#: The weight of one call in a way's running average.
+_ALPHA: Final = 1 / 8
 
 
 class Waker:
     """One channel's choice, learnt from its own calls (not thread-safe: the channel's
     lock serialises its calls)."""
 
-    __slots__ = ("_calls", "_gap", "_median", "_next", "_times")
+    __slots__ = ("_calls", "_cost", "_gap", "_next")
 
     def __init__(self) -> None:
         self._calls = 0
-        self._times: tuple[list[int], list[int]] = ([], [])  # recent ns: (plain, woken)
-        self._median = [0, 0]  # of each (0 until it has a few)
+        self._cost = [0.0, 0.0]  # average nanoseconds of a call: [plain, woken]
         self._gap = _MIN_GAP
         self._next = 0
 
     def choose(self) -> bool:
         """True if the next call should send ``WAKE`` first."""
         calls = self._calls = self._calls + 1
-        plain, woken = self._median
+        plain, woken = self._cost
         if not plain or not woken:
-            return calls % 2 == 0  # both ways in turn until each has a few calls
+            return bool(plain)  # one call each way first
         faster = woken < plain
         if calls < self._next:
             return faster
@@ -66,20 +63,11 @@ class Waker:
 
     def record(self, woke: bool, nanoseconds: int) -> None:
         """A whole call's time, sent with ``WAKE`` (``woke``) or without."""
-        plain, woken = self._median
-        if plain and woken and (woken < plain) == woke and self._calls & 7:
-            return  # the usual way: one call in 8 is enough to follow it, and cheaper
+        plain, woken = self._cost
         if plain and woken and (woken < plain) != woke:
             # A try of the slower way: try it less often while it stays slower.
-            if nanoseconds > (plain if woke else woken):
-                self._gap = min(self._gap * 2, _MAX_GAP)
-            else:  # faster this time: look again soon
-                self._gap = _MIN_GAP
-                self._next = min(self._next, self._calls + _MIN_GAP)
+            slower = nanoseconds > (plain if woke else woken)  # than the usual way
+            self._gap = min(self._gap * 2, _MAX_GAP) if slower else _MIN_GAP
         way = 1 if woke else 0
-        kept = self._times[way]
-        kept.append(nanoseconds)
-        if len(kept) > _KEPT:
-            del kept[0]
-        if len(kept) >= 3:
-            self._median[way] = sorted(kept)[len(kept) // 2]
+        old = self._cost[way]
+        self._cost[way] = nanoseconds if old == 0.0 else old + (nanoseconds - old) * _ALPHA
