@@ -3,10 +3,8 @@ while that is the faster way, and keeps checking, less often while it stays slow
 
 from __future__ import annotations
 
-import asyncio
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
 
 from replay_actor import acquire, entry_line, request_hash
 from replay_actor.replay.caller.wake import Waker
@@ -61,32 +59,3 @@ def test_a_handle_answers_the_same_whichever_way_it_calls(tmp_path: Path) -> Non
             assert provider.complete(sequence) == {"n": i}
         snapshot = provider.snapshot()
     assert (snapshot["served"], snapshot["misses"]) == (600, 0)
-
-
-def test_an_event_loop_answers_the_same_whichever_way_it_calls(tmp_path: Path) -> None:
-    request = {"messages": [{"role": "user", "content": "hello"}]}
-    sequence = {"messages": [{"role": "user", "content": "again"}]}
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(
-        entry_line(request_hash(request), response={"content": "hi"})
-        + b"\n"
-        + entry_line(request_hash(sequence), responses=[{"n": i} for i in range(200)])
-        + b"\n"
-    )
-
-    async def calls(provider: Any) -> list[Any]:
-        got = []
-        for _ in range(200):  # one at a time: the link is idle before each call
-            got.append(await provider.acomplete(request))
-            got.append((await provider.acomplete(sequence))["n"])
-        # Many in flight at once (no WAKE then), after the sequence is used up.
-        got += await asyncio.gather(*(provider.acomplete(request) for _ in range(20)))
-        return got
-
-    with acquire(path, timeout=10) as provider:
-        got = asyncio.run(calls(provider))
-        snapshot = provider.snapshot()
-    assert got[0:400:2] == [{"content": "hi"}] * 200
-    assert got[1:400:2] == list(range(200))
-    assert got[400:] == [{"content": "hi"}] * 20
-    assert (snapshot["served"], snapshot["misses"]) == (420, 0)

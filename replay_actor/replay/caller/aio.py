@@ -35,14 +35,12 @@ from ..core import protocol
 from ..core.state import DIED, LATE, UNEXPECTED, UNSOLICITED, Failure, HandleState, detached, fresh
 from ..core.state import GONE as _HAS_ENDED
 from .dial import GONE, RETRY, new_socket, resource_error
-from .wake import Waker
 
 __all__ = ["AsyncLink", "LoopLinks"]
 
 _READ: Final = 262144
 _GOODBYE: Final = protocol.GOODBYE
 _ANSWERS: Final = protocol.COMPLETE_REPLIES
-_WAKE: Final = protocol.WAKE_FRAME
 #: Frames buffered before a write even within one loop iteration: a write costs
 #: about as much as the actor's whole work for a frame (it wakes the actor), so a few
 #: dozen frames share one, yet the actor starts on them while we hash the rest.
@@ -70,7 +68,6 @@ class AsyncLink:
         "_timer",
         "_unsent",
         "_waiters",
-        "_waker",
         "_writer_on",
         "transient",
     )
@@ -94,7 +91,6 @@ class AsyncLink:
         self._writer_on = False
         self._flush_due = False
         self._unsent = 0
-        self._waker = Waker()
         self._failure: Failure | None = None
         #: True when the link failed for a local reason (no fd): the handle drops it
         #: and the next call tries again.
@@ -132,23 +128,6 @@ class AsyncLink:
         if self._timer is None and self._waiters:  # (a failed write emptied them)
             self._timer = loop.call_at(self._waiters[0][1], self._on_timer)
         return future
-
-    def wake(self) -> bool:
-        """Before hashing a request on an idle link: tell the actor it follows
-        (``protocol.WAKE``, no reply) if this link finds that it pays (``wake.Waker``);
-        True if sent. The frame goes out through the usual buffer, so a partial write
-        keeps the framing whole."""
-        if self._fd < 0 or self._failure is not None or self._waiters or self._out:
-            return False
-        if not self._waker.choose():
-            return False
-        self._out += _WAKE
-        self._write_now()
-        return True
-
-    def record(self, woke: bool, nanoseconds: int) -> None:
-        """A whole call's time on this link, for ``wake``'s choice."""
-        self._waker.record(woke, nanoseconds)
 
     def close(self, failure: Failure) -> None:
         """Close from the loop's own thread: fail what is in flight with ``failure``."""

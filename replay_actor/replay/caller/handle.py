@@ -46,7 +46,7 @@ from ..core import protocol
 from ..core.state import NOT_PASSED_ON, HandleState, released
 from ..io.procs import ProcessHandle
 from ..io.wire import bounded_timeout
-from .aio import AsyncLink, LoopLinks
+from .aio import LoopLinks
 from .base import MissExplainer, ReplayHandle, Result
 from .registry import handles
 from .sync import SyncLink
@@ -54,8 +54,6 @@ from .sync import SyncLink
 __all__ = ["MissExplainer", "ReplayProvider"]
 
 _COMPLETE_REPLIES: Final = protocol.COMPLETE_REPLIES
-#: An awaited request: its reply's future, its link, when it began, whether it woke.
-_Pending = tuple[asyncio.Future[bytes], AsyncLink, int, bool]
 _JSON_REPLIES: Final = frozenset({protocol.JSON})
 
 
@@ -109,29 +107,22 @@ class ReplayProvider(ReplayHandle):
         reply = sync.exchange(message, _COMPLETE_REPLIES, started=started, woke=woke)
         return reply, None if self._private else digest
 
-    def _send(self, request: RequestLike) -> tuple[_Pending | ReplayError, str | None]:
+    def _send(self, request: RequestLike) -> tuple[asyncio.Future[bytes] | ReplayError, str | None]:
         # The tasks of one loop share one connection with many requests in flight. A
         # task cancelled while its request is in flight leaves the connection usable;
         # the element its request took counts as served.
         loop = asyncio.get_running_loop()
-        link = self._links.get(loop)
-        started = perf_counter_ns()
-        # On an idle link the actor may wake up while we hash (caller/wake.py); an
-        # invalid request still fails before anything else does.
-        woke = not isinstance(link, ReplayError) and link.wake()
         digest = request_hash(request)
         message = protocol.complete_frame(digest)
         shown = None if self._private else digest
         del digest
+        link = self._links.get(loop)
         if isinstance(link, ReplayError):
             return link, shown
-        return (link.submit(message), link, started, woke), shown
+        return link.submit(message), shown
 
-    async def _receive(self, pending: _Pending) -> bytes:
-        future, link, started, woke = pending
-        reply = await future
-        link.record(woke, perf_counter_ns() - started)
-        return reply
+    async def _receive(self, pending: asyncio.Future[bytes]) -> bytes:
+        return await pending
 
     def _batch(self, batch: Sequence[RequestLike]) -> list[Result]:
         # Pipelined: sent without waiting for earlier replies, the replies read in order.

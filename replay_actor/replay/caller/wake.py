@@ -1,4 +1,4 @@
-"""``Waker``: whether a channel's next call announces itself with ``WAKE``.
+"""``Waker``: whether a channel's next ``complete()`` announces itself with ``WAKE``.
 
 Runs in: the caller.
 
@@ -8,9 +8,7 @@ idle cores halt at once (this project's: KVM, ``guest_halt_poll_ns=0``), waking 
 the request, and the caller for the reply, costs more than all the code of a call. A
 ``WAKE`` frame sent *before* hashing (``protocol.WAKE``, no reply) lets the actor wake
 while the caller hashes and then look for the request without sleeping (``WAKE_SPIN``);
-the caller likewise looks for the reply for a while (``REPLY_SPIN``) before it blocks
-(``sync.SyncLink``; an event loop's ``aio.AsyncLink`` sends ``WAKE`` only when nothing is
-in flight on it, and never polls, which would stall the loop).
+the caller likewise looks for the reply for a while (``REPLY_SPIN``) before it blocks.
 
 That pays only where cores are idle. Where they are busy (other work, a CPU hog on
 each core), the extra wake-up and the polling compete with the work that has to be done
