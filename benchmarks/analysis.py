@@ -196,13 +196,12 @@ and waking it is a VM exit and re-entry. Issue 28 tried the wake frame the core
 refactor proposed: a `WAKE` frame (no reply) sent before hashing, after which the actor
 polls without sleeping (up to 200 us, yielding the core) until the request comes.
 Measured A/B in one process, the two kinds of call interleaved round by round with
-`request_hash` and the raw exchange (`/tmp` script; 15 rounds of 300 calls): depending
-on what else ran on the 2 cores, `WAKE` (with the caller also polling for its reply)
-made a call 2 x faster (49.6 vs 95.2 us, P1 0.68, load 3.1) or 2-3 x slower (107.9 vs
-54.2 us, load 3.1 minutes later; 163 vs 51 us at load 4.3). So it is not sent
-blindly: each channel measures its calls both ways and keeps the faster
-(docs/architecture.md, "Why `W`"), which followed the faster way in both cases (49.8
-and 56.0 us).""",
+`request_hash` and the raw exchange (`/tmp` script; 4 runs of 15 rounds of 300 calls;
+load average ~7.4 on the 2 cores from other work): with `WAKE` a call took 1.20-1.25 x
+as long as without, also with no polling at all (the extra write and the actor's extra
+wake-up compete for busy cores). It was not adopted: on a loaded machine (and so with a
+CPU hog on each core) it is a loss, and the idle case, where it could pay, could not be
+measured in the time given.""",
     "P1b": """\
 As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
 idle, a call does (see P1 and "Where a call's time goes").""",

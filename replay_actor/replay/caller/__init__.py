@@ -9,7 +9,6 @@ by its module's name on a command line, ``zygote_client.py``).
     base.py           caller   ``ReplayHandle``: the calls both backends share, over the core
     handle.py         caller   ``ReplayProvider``: the local backend's facade
     sync.py           caller   ``SyncLink``: blocking channels, one per thread
-    wake.py           caller   ``Waker``: whether a channel's calls announce themselves
     aio.py            caller   ``AsyncLink``, ``LoopLinks``: one event loop's connection
     pipeline.py       caller   ``complete_many``'s batch on one channel
     registry.py       caller   this process's handles at fork and at exit

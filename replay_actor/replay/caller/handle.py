@@ -37,7 +37,6 @@ import asyncio
 import threading
 import warnings
 from collections.abc import Sequence
-from time import perf_counter_ns
 from typing import Any, Final
 
 from ..._errors import ProviderClosed, ReplayError
@@ -99,13 +98,9 @@ class ReplayProvider(ReplayHandle):
 
     def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
         # The one frame that holds the hash; it returns (never raises) what went wrong.
-        sync = self._sync
-        started = perf_counter_ns()
-        woke = sync.wake()  # the actor may wake up while we hash (caller/wake.py)
         digest = request_hash(request)
         message = protocol.complete_frame(digest)
-        reply = sync.exchange(message, _COMPLETE_REPLIES, started=started, woke=woke)
-        return reply, None if self._private else digest
+        return self._sync.exchange(message, _COMPLETE_REPLIES), None if self._private else digest
 
     def _send(self, request: RequestLike) -> tuple[asyncio.Future[bytes] | ReplayError, str | None]:
         # The tasks of one loop share one connection with many requests in flight. A

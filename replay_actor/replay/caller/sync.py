@@ -25,7 +25,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Sequence
-from time import perf_counter_ns
 from typing import Any, Final
 
 from ..._errors import ActorLost, ProviderClosed, ReplayError, RequestError
@@ -45,7 +44,6 @@ from ..core.state import (
 from ..io.wire import Channel
 from . import dial
 from .pipeline import pipeline
-from .wake import REPLY_SPIN, Waker
 
 __all__ = [
     "SyncLink",
@@ -54,19 +52,16 @@ __all__ = [
 
 Result = dict[str, Any] | ReplayError
 _GOODBYE: Final = protocol.GOODBYE
-_WAKE: Final = protocol.WAKE_FRAME
 
 
 class _Slot:
-    """One channel to the actor, the lock that keeps its exchanges whole, and whether
-    its calls announce themselves (``wake.py``)."""
+    """One channel to the actor and the lock that keeps its exchanges whole."""
 
-    __slots__ = ("__weakref__", "channel", "lock", "waker")
+    __slots__ = ("__weakref__", "channel", "lock")
 
     def __init__(self, channel: Channel | None) -> None:
         self.channel = channel
         self.lock = threading.Lock()
-        self.waker = Waker()
 
     def close(self) -> None:
         channel, self.channel = self.channel, None
@@ -119,32 +114,9 @@ class SyncLink:
 
     # -- exchanges ----------------------------------------------------------------------
 
-    def wake(self) -> bool:
-        """Before hashing a request: tell the actor it follows (``protocol.WAKE``, no
-        reply) if this thread's channel finds that it pays (``wake.Waker``); True if
-        sent. Only on an open, idle channel; nothing is waited for, and a failure is
-        left to the exchange that follows (its own write meets the same end)."""
-        slot: _Slot | None = getattr(self._local, "slot", None)
-        if slot is None or slot.channel is None or not slot.lock.acquire(blocking=False):
-            return False
-        try:
-            if not slot.waker.choose():
-                return False
-            slot.channel.send_frame(_WAKE)
-            return True
-        except OSError:
-            return False
-        finally:
-            slot.lock.release()
-
-    def exchange(
-        self, message: bytes, expected: frozenset[bytes], *, started: int = 0, woke: bool = False
-    ) -> bytes | ReplayError:
+    def exchange(self, message: bytes, expected: frozenset[bytes]) -> bytes | ReplayError:
         """Send one framed request on this thread's channel and return its reply (one
-        of ``expected``), or the error; never raises a ``ReplayError``. ``started``:
-        when the call began (``perf_counter_ns``, before ``wake``), so that its time is
-        recorded for the channel's choice; ``woke``: ``wake`` sent ``WAKE``, so the
-        actor is answering at once and the reply is looked for before sleeping."""
+        of ``expected``), or the error; never raises a ``ReplayError``."""
         slot: _Slot | None = getattr(self._local, "slot", None)
         if slot is None:
             claimed = self._claim()
@@ -163,15 +135,11 @@ class SyncLink:
             reply = b""
             try:
                 conn.send_frame(message)
-                if woke:
-                    conn.spin(REPLY_SPIN)
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 failure = exc
             if failure is None:
                 if reply[:1] in expected:
-                    if started:
-                        slot.waker.record(woke, perf_counter_ns() - started)
                     return reply
                 slot.close()
                 if reply == _GOODBYE:

@@ -42,9 +42,6 @@ __all__ = [
     "RELEASED",
     "RESPONSE",
     "SNAPSHOT",
-    "WAKE",
-    "WAKE_FRAME",
-    "WAKE_SPIN",
     "MAX_REQUEST",
     "MAX_UNREAD",
     "COMPLETE_REPLIES",
@@ -75,9 +72,6 @@ COMPLETE: Final = b"C"  #: + ``sha256:…``
 SNAPSHOT: Final = b"S"
 INSPECT: Final = b"I"
 RELEASE: Final = b"Q"  #: on the bootstrap channel this ends the acquisition
-#: No reply: a request follows on this channel soon (sent before the caller hashes
-#: it), so the actor looks for it without sleeping for up to ``WAKE_SPIN``.
-WAKE: Final = b"W"
 
 # -- replies (actor -> handle) ---------------------------------------------------------------
 RESPONSE: Final = b"R"  #: + the response's canonical JSON bytes
@@ -120,12 +114,6 @@ class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
 def frame(payload: bytes) -> bytes:
     """``payload`` as it goes on the wire: a 4-byte big-endian length, then the payload."""
     return len(payload).to_bytes(4, "big") + payload
-
-
-WAKE_FRAME: Final = frame(WAKE)
-#: Seconds the actor polls without sleeping after a ``WAKE``, at most: several times
-#: what hashing the realistic request takes (~25-35 us), and still short of a time slice.
-WAKE_SPIN: Final = 200e-6
 
 
 def split_frames(

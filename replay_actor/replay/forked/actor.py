@@ -365,8 +365,6 @@ class _Loop:
         self.peers: dict[int, _Peer] = {}
         self.listening = False
         self.relisten_at = 0.0
-        #: Until when to poll without sleeping: a peer said a request follows (WAKE).
-        self.awake_until = 0.0
         os.set_blocking(primary_fd, False)
         self.primary = self._add(primary_fd, primary=True)
         self._listen(True)
@@ -408,8 +406,6 @@ class _Loop:
                 # case descriptors were freed another way than by a peer leaving.
                 wait = max(0.0, self.relisten_at - time.monotonic())
                 timeout = wait if timeout is None else min(timeout, wait)
-            if self.awake_until:
-                timeout = self._awake(timeout)
             events = poll(-1 if timeout is None else timeout)
             if not self.listening and time.monotonic() >= self.relisten_at:
                 self._listen(True)
@@ -448,17 +444,6 @@ class _Loop:
                 if wanted != peer.events:
                     peer.events = wanted
                     self.poller.modify(peer.fd, wanted)
-
-    def _awake(self, timeout: float | None) -> float | None:
-        """The poll's timeout while a request is on its way (``WAKE``): none, so that
-        waking this process from idle overlaps the caller's hashing; the core goes to
-        whoever else wants it first (``sched_yield``), and after ``WAKE_SPIN`` the loop
-        sleeps as before."""
-        if time.monotonic() < self.awake_until:
-            os.sched_yield()
-            return 0.0
-        self.awake_until = 0.0
-        return timeout
 
     def _readable(self, peer: _Peer) -> object:
         """Take what the peer sent and answer the whole frames in it."""
@@ -519,7 +504,6 @@ class _Loop:
             # Only a well-formed hash reaches the cursors and the inspection record.
             if len(message) != _COMPLETE_SIZE or _HASH_RE.fullmatch(message, 1) is None:
                 return _DROP
-            self.awake_until = 0.0  # it came: sleep again once the reply is out
             outcome = actor.complete(message[1:].decode("ascii"))
             if type(outcome) is bytes:
                 size = len(outcome)
@@ -543,9 +527,6 @@ class _Loop:
             frame = protocol.frame(protocol.json_reply(value))
             outbox.append(frame)
             peer.unsent += len(frame)
-        elif op == protocol.WAKE and len(message) == 1:
-            self.awake_until = time.monotonic() + protocol.WAKE_SPIN
-            return None  # no reply: it is not a request
         elif op == protocol.RELEASE and len(message) == 1:
             outbox.append(_RELEASED_FRAME)
             peer.unsent += len(_RELEASED_FRAME)

@@ -21,7 +21,6 @@ import os
 import select
 import socket
 import struct
-import time
 from typing import Final
 
 from ..._errors import InvalidArgument
@@ -76,12 +75,11 @@ def set_timeouts(sock: socket.socket, seconds: float) -> None:
 class Channel:
     """One end of a message channel; owns its file descriptor."""
 
-    __slots__ = ("_buffer", "_fd", "_poller")
+    __slots__ = ("_buffer", "_fd")
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffer = b""
-        self._poller: select.poll | None = None
 
     @classmethod
     def from_socket(cls, sock: socket.socket) -> Channel:
@@ -143,21 +141,6 @@ class Channel:
         if not chunk:
             raise EOFError("the peer closed the channel")
         return chunk
-
-    def spin(self, seconds: float) -> None:
-        """Look for data (or EOF) without sleeping, for up to ``seconds``: where a reply
-        comes within microseconds, waking from a blocking read costs more than looking.
-        ``recv`` then reads as usual (and blocks, bounded, if nothing came)."""
-        if self._buffer:
-            return
-        poller = self._poller
-        if poller is None:
-            poller = self._poller = select.poll()
-            poller.register(self._fd, select.POLLIN)
-        deadline = time.perf_counter() + seconds
-        poll = poller.poll
-        while not poll(0) and time.perf_counter() < deadline:
-            pass
 
     def pending(self) -> bool:
         """True if a message (or part of one) is already buffered here."""
