@@ -191,17 +191,23 @@ it worse on two shared cores. On a busy machine one round of the echo and of
 and the median of per-round ratios in the "what" column.
 
 Why a wake-up costs so much here: this machine is a Firecracker (KVM) guest booted with
-`cpuidle_haltpoll.force=1 haltpoll.guest_halt_poll_ns=0`, so an idle vCPU halts at once
-and waking it is a VM exit and re-entry. Issue 28 tried the wake frame the core
-refactor proposed: a `WAKE` frame (no reply) sent before hashing, after which the actor
-polls without sleeping (up to 200 us, yielding the core) until the request comes.
-Measured A/B in one process, the two kinds of call interleaved round by round with
-`request_hash` and the raw exchange (`/tmp` script; 4 runs of 15 rounds of 300 calls;
-load average ~7.4 on the 2 cores from other work): with `WAKE` a call took 1.20-1.25 x
-as long as without, also with no polling at all (the extra write and the actor's extra
-wake-up compete for busy cores). It was not adopted: on a loaded machine (and so with a
-CPU hog on each core) it is a loss, and the idle case, where it could pay, could not be
-measured in the time given.""",
+`cpuidle_haltpoll.force=1 haltpoll.guest_halt_poll_ns=0` (an idle vCPU halts at once,
+and waking it is a VM exit and re-entry) and `sched_vcpu_pack=15` (the scheduler packs
+runnable tasks onto few vCPUs, so the caller and its actor often share one).
+
+Issue 28 built and measured the wake frame the core refactor proposed (commits d8d8392,
+0b49cd4, cf66c02, then reverted): a `WAKE` frame (no reply) sent before hashing, after
+which the actor polled for the request without sleeping (up to 200 us, yielding its
+core) and the caller polled for its reply (up to 100 us); each channel measured its
+calls both ways and kept the faster. The fault suites and the soak passed. Measured
+A/B in one process, the kinds of call interleaved round by round (`/tmp` scripts, 11
+rounds of 300 calls; load average 1.0, the quietest of the afternoon): a call with
+`WAKE` took 172 us against 53 us without (3.3 x; 2-3 x at loads 3-7, and once 2 x
+*faster* at load 3.1); the adaptive channel chose plain calls and cost ~3-6 % for the
+choosing (P1 1.16 and 1.22 against 1.10 and 1.15 before, two runs each; with a busy
+process on each core 1.04 against 1.15, within the noise). Polling takes the very
+vCPU the other side needs when the two share one, which on this machine is the rule,
+so the wake frame was dropped; a later attempt can start from those commits.""",
     "P1b": """\
 As P1: the floor (a raw socketpair exchange, back to back) never lets either side go
 idle, a call does (see P1 and "Where a call's time goes").""",
