@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._response import Response
 from . import anthropic
 from ._common import VendorCall
 from ._counting import counted, live_count, stored_count
 from ._endpoint import EndpointOption, LiveEndpoint
+from ._unstreamed import Unstreamed
 
 __all__ = [
     "LIVE",
@@ -63,7 +62,7 @@ LIVE: Final = LiveEndpoint(
 )
 
 
-class AnthropicCountTokens:
+class AnthropicCountTokens(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for Anthropic's token counting."""
 
     name: Final = "anthropic-count-tokens"
@@ -76,9 +75,6 @@ class AnthropicCountTokens:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return {"input_tokens": stored_count(response)}
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(self.response_body(response, call))
 
     error_body = staticmethod(anthropic.error_body)
     to_body = staticmethod(to_body)

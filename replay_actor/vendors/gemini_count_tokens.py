@@ -20,6 +20,7 @@ from . import gemini
 from ._common import VendorCall
 from ._counting import counted, live_count, stored_count
 from ._endpoint import LiveEndpoint
+from ._unstreamed import Unstreamed
 
 __all__ = [
     "LIVE",
@@ -73,7 +74,7 @@ LIVE: Final = LiveEndpoint(
 )
 
 
-class GeminiCountTokens:
+class GeminiCountTokens(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``countTokens``."""
 
     name: Final = "gemini-count-tokens"
@@ -86,9 +87,6 @@ class GeminiCountTokens:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return {"totalTokens": stored_count(response)}
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(self.response_body(response, call))
 
     error_body = staticmethod(gemini.error_body)
     to_body = staticmethod(to_body)

@@ -14,14 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._kinds import EMBEDDING
 from .._response import Response
 from . import gemini
 from ._common import MalformedResponse, VendorCall
 from ._endpoint import LiveEndpoint
+from ._unstreamed import Unstreamed
 from ._vectors import live_vector, stored_vectors
 
 __all__ = [
@@ -162,7 +161,7 @@ LIVE: Final = LiveEndpoint(
 )
 
 
-class GeminiEmbed:
+class GeminiEmbed(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for Gemini's embeddings."""
 
     name: Final = "gemini-embed"
@@ -178,9 +177,6 @@ class GeminiEmbed:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(response_body(response, call))
 
     error_body = staticmethod(gemini.error_body)
     to_body = staticmethod(to_body)

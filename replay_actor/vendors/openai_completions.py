@@ -24,6 +24,7 @@ from ._common import (
     error_envelope,
     refuse_unfaithful,
     response_id,
+    vendor_call,
 )
 from ._endpoint import LiveEndpoint
 
@@ -68,15 +69,10 @@ def read_body(body: Any) -> VendorCall:
     stop = body.get("stop")
     if stop is not None:
         params["stop"] = [stop] if type(stop) is str else stop
-    if params:
-        request["params"] = params
     options = body.get("stream_options")
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is True,
-        include_usage=type(options) is dict and options.get("include_usage") is True,
+    include_usage = type(options) is dict and options.get("include_usage") is True
+    return vendor_call(
+        body, request, params, stream=body.get("stream") is True, include_usage=include_usage
     )
 
 

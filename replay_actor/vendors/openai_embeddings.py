@@ -14,13 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._kinds import EMBEDDING
 from .._response import Response
 from ._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
 from ._endpoint import LiveEndpoint
+from ._unstreamed import Unstreamed
 from ._vectors import float32_base64, live_vector, stored_vectors
 
 __all__ = [
@@ -35,7 +34,6 @@ __all__ = [
 
 _OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
 _FORMATS: Final = frozenset({"float", "base64"})
-_encode: Final = msgspec.json.encode
 
 
 def read_texts(value: Any, where: str = "input") -> list[str]:
@@ -136,7 +134,7 @@ LIVE: Final = LiveEndpoint(
 )
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for OpenAI embeddings."""
 
     name: Final = "openai-embeddings"
@@ -150,10 +148,6 @@ class OpenAIEmbeddings:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        # Embeddings are never streamed; the JSON answer is the only form.
-        return _encode(response_body(response, call))
 
     error_body = staticmethod(error_envelope)
     to_body = staticmethod(to_body)

@@ -12,13 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._response import Response
 from ._common import VendorCall, error_envelope
 from ._counting import counted, live_count, stored_count
 from ._endpoint import LiveEndpoint
+from ._unstreamed import Unstreamed
 from .openai_responses.live import to_body as responses_body
 from .openai_responses.request import read_body as read_responses
 
@@ -82,7 +81,7 @@ LIVE: Final = LiveEndpoint(
 )
 
 
-class OpenAIInputTokens:
+class OpenAIInputTokens(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for OpenAI's input token counting."""
 
     name: Final = "openai-input-tokens"
@@ -95,9 +94,6 @@ class OpenAIInputTokens:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return {"object": "response.input_tokens", "input_tokens": stored_count(response)}
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(self.response_body(response, call))
 
     error_body = staticmethod(error_envelope)
     to_body = staticmethod(to_body)

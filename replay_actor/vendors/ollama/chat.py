@@ -23,6 +23,7 @@ from .._common import (
     arguments_object,
     canonical_arguments,
     read_tools,
+    vendor_call,
 )
 from ._wire import (
     CREATED_AT,
@@ -112,14 +113,7 @@ def read_body(body: Any) -> VendorCall:
         request["response_format"] = response_format
     params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
     read_options(body, params)
-    if params:
-        request["params"] = params
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is not False,
-    )
+    return vendor_call(body, request, params, stream=body.get("stream") is not False)
 
 
 def _message_out(response: Response) -> dict[str, Any]:

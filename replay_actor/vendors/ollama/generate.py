@@ -14,7 +14,7 @@ from typing import Any, Final
 from ..._errors import RequestError
 from ..._kinds import COMPLETION
 from ..._response import Response
-from .._common import MalformedResponse, VendorCall
+from .._common import MalformedResponse, VendorCall, vendor_call
 from ._wire import (
     CREATED_AT,
     NDJSON,
@@ -61,14 +61,7 @@ def read_body(body: Any) -> VendorCall:
     if response_format is not None:
         params["format"] = response_format
     read_options(body, params)
-    if params:
-        request["params"] = params
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is not False,
-    )
+    return vendor_call(body, request, params, stream=body.get("stream") is not False)
 
 
 def _done(response: Response) -> str:
