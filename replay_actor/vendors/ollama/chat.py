@@ -26,16 +26,15 @@ from .._common import (
     vendor_call,
 )
 from ._wire import (
-    CREATED_AT,
     NDJSON,
     NOT_HASHED,
-    counts,
+    answer_body,
+    answer_stream,
     error_body,
     live_endpoint,
     live_format,
     live_options,
     live_usage,
-    ndjson,
     read_format,
     read_options,
 )
@@ -131,33 +130,15 @@ def _message_out(response: Response) -> dict[str, Any]:
     return message
 
 
-def _done(response: Response) -> str:
-    return "length" if response.finish_reason == "length" else "stop"
-
-
 def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
     """The whole ``/api/chat`` answer (``stream: false``)."""
-    return {
-        "model": call.model,
-        "created_at": CREATED_AT,
-        "message": _message_out(response),
-        "done": True,
-        "done_reason": _done(response),
-        **counts(response),
-    }
+    return answer_body(response, call, "message", _message_out(response))
 
 
 def stream_body(response: Response, call: VendorCall) -> bytes:
     """The answer as NDJSON: the message, then an empty ``done`` line with the counts."""
-    head = {"model": call.model, "created_at": CREATED_AT}
-    last = {
-        **head,
-        "message": {"role": "assistant", "content": ""},
-        "done": True,
-        "done_reason": _done(response),
-        **counts(response),
-    }
-    return ndjson([{**head, "message": _message_out(response), "done": False}, last])
+    empty = {"role": "assistant", "content": ""}
+    return answer_stream(response, call, "message", _message_out(response), empty)
 
 
 def _live_message(message: dict[str, Any]) -> dict[str, Any]:
