@@ -16,7 +16,7 @@ from .._response import Response
 from . import anthropic
 from ._common import VendorCall
 from ._counting import counted, live_count, stored_count
-from ._endpoint import EndpointOption, LiveEndpoint
+from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 
 __all__ = [
@@ -52,13 +52,8 @@ def from_response(data: Any) -> dict[str, Any]:
     return live_count(data, "input_tokens")
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="AnthropicCountTokensAdapter",
-    shape="a token count",
-    base_url="https://api.anthropic.com",
-    path="/v1/messages/count_tokens",
-    key_header="x-api-key",
-    options=(EndpointOption("anthropic_version", "2023-06-01", header="anthropic-version"),),
+LIVE: Final = sibling(
+    anthropic.LIVE, "AnthropicCountTokensAdapter", "a token count", "/v1/messages/count_tokens"
 )
 
 

@@ -19,7 +19,7 @@ from .._response import Response
 from . import gemini
 from ._common import VendorCall
 from ._counting import counted, live_count, stored_count
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 
 __all__ = [
@@ -64,13 +64,11 @@ def from_response(data: Any) -> dict[str, Any]:
     return live_count(data, "totalTokens")
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="GeminiCountTokensAdapter",
-    shape="a token count",
-    base_url=gemini.LIVE.base_url,
-    path="/{api_version}/models/{model}:countTokens",
-    key_header="x-goog-api-key",
-    options=gemini.LIVE.options,
+LIVE: Final = sibling(
+    gemini.LIVE,
+    "GeminiCountTokensAdapter",
+    "a token count",
+    "/{api_version}/models/{model}:countTokens",
 )
 
 

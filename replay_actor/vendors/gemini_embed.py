@@ -19,7 +19,7 @@ from .._kinds import EMBEDDING
 from .._response import Response
 from . import gemini
 from ._common import MalformedResponse, VendorCall
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 from ._vectors import live_vector, stored_vectors
 
@@ -151,13 +151,11 @@ def from_response(data: Any) -> dict[str, Any]:
     return {"embeddings": [live_vector(item.get("values")) for item in items]}
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="GeminiEmbedAdapter",
-    shape="embeddings",
-    base_url=gemini.LIVE.base_url,
-    path="/{api_version}/models/{model}:batchEmbedContents",
-    key_header="x-goog-api-key",
-    options=gemini.LIVE.options,
+LIVE: Final = sibling(
+    gemini.LIVE,
+    "GeminiEmbedAdapter",
+    "embeddings",
+    "/{api_version}/models/{model}:batchEmbedContents",
 )
 
 

@@ -17,6 +17,7 @@ import msgspec
 from .._errors import RequestError
 from .._kinds import COMPLETION
 from .._response import Response
+from . import openai
 from ._common import (
     NOT_HASHED,
     MalformedResponse,
@@ -26,7 +27,7 @@ from ._common import (
     response_id,
     vendor_call,
 )
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
 
 __all__ = [
     "LIVE",
@@ -149,14 +150,7 @@ def from_response(data: Any) -> dict[str, Any]:
     }
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="OpenAICompletionsAdapter",
-    shape="a text completion",
-    base_url="https://api.openai.com/v1",
-    path="/completions",
-    key_header="Authorization",
-    key_prefix="Bearer ",
-)
+LIVE: Final = sibling(openai.LIVE, "OpenAICompletionsAdapter", "a text completion", "/completions")
 
 
 class OpenAICompletions:

@@ -17,8 +17,9 @@ from typing import Any, Final
 from .._errors import RequestError
 from .._kinds import EMBEDDING
 from .._response import Response
+from . import openai
 from ._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 from ._vectors import float32_base64, live_vector, stored_vectors
 
@@ -124,14 +125,7 @@ def from_response(data: Any) -> dict[str, Any]:
     }
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="OpenAIEmbeddingsAdapter",
-    shape="an embeddings list",
-    base_url="https://api.openai.com/v1",
-    path="/embeddings",
-    key_header="Authorization",
-    key_prefix="Bearer ",
-)
+LIVE: Final = sibling(openai.LIVE, "OpenAIEmbeddingsAdapter", "an embeddings list", "/embeddings")
 
 
 class OpenAIEmbeddings(Unstreamed):

@@ -14,9 +14,10 @@ from typing import Any, Final
 
 from .._errors import RequestError
 from .._response import Response
+from . import openai
 from ._common import VendorCall, error_envelope
 from ._counting import counted, live_count, stored_count
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 from .openai_responses.live import to_body as responses_body
 from .openai_responses.request import read_body as read_responses
@@ -71,13 +72,8 @@ def from_response(data: Any) -> dict[str, Any]:
     return live_count(data, "input_tokens")
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="OpenAIInputTokensAdapter",
-    shape="a token count",
-    base_url="https://api.openai.com/v1",
-    path="/responses/input_tokens",
-    key_header="Authorization",
-    key_prefix="Bearer ",
+LIVE: Final = sibling(
+    openai.LIVE, "OpenAIInputTokensAdapter", "a token count", "/responses/input_tokens"
 )
 
 
