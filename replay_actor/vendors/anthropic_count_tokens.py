@@ -15,7 +15,7 @@ from .._errors import RequestError
 from .._response import Response
 from . import anthropic
 from ._common import VendorCall
-from ._counting import counted, live_count, stored_count
+from ._counting import chat_body, counted, live_count, stored_count
 from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 
@@ -42,9 +42,7 @@ def read_body(body: Any) -> VendorCall:
 
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The live count_tokens body: the messages body without what counting refuses."""
-    chat = {k: v for k, v in request.items() if k != "kind"}
-    body = anthropic.to_body(chat, model)
-    return {k: v for k, v in body.items() if k in _COUNTED_KEYS}
+    return chat_body(request, model, anthropic.to_body, _COUNTED_KEYS)
 
 
 def from_response(data: Any) -> dict[str, Any]:

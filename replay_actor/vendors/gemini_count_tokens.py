@@ -18,7 +18,7 @@ from .._errors import RequestError
 from .._response import Response
 from . import gemini
 from ._common import VendorCall
-from ._counting import counted, live_count, stored_count
+from ._counting import chat_body, counted, live_count, stored_count
 from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 
@@ -53,8 +53,7 @@ def read_body(body: Any, path: str = "") -> VendorCall:
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The live countTokens body: the whole generateContent request, so the system
     instruction and tools are counted too."""
-    chat = {k: v for k, v in request.items() if k != "kind"}
-    inner = gemini.to_body(chat, model)
+    inner = chat_body(request, model, gemini.to_body)
     name = model if model.startswith("models/") else f"models/{model}"
     return {"generateContentRequest": {"model": name, **inner}}
 

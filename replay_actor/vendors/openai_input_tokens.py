@@ -16,7 +16,7 @@ from .._errors import RequestError
 from .._response import Response
 from . import openai
 from ._common import VendorCall, error_envelope
-from ._counting import counted, live_count, stored_count
+from ._counting import chat_body, counted, live_count, stored_count
 from ._endpoint import sibling
 from ._unstreamed import Unstreamed
 from .openai_responses.live import to_body as responses_body
@@ -62,9 +62,7 @@ def read_body(body: Any) -> VendorCall:
 
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The live input_tokens body: the Responses body without what counting refuses."""
-    chat = {k: v for k, v in request.items() if k != "kind"}
-    body = responses_body(chat, model)
-    return {k: v for k, v in body.items() if k in _COUNTED_KEYS}
+    return chat_body(request, model, responses_body, _COUNTED_KEYS)
 
 
 def from_response(data: Any) -> dict[str, Any]:
