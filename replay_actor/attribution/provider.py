@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -160,10 +161,11 @@ class LoggedProvider(ReleasedOnExit):
             element=element,
         )
 
-    def complete_via(
-        self, request: RequestLike, via: tuple[str, str] | None = None
-    ) -> dict[str, Any]:
-        """``complete``, logged with the vendor API and path it came through."""
+    @contextmanager
+    def _logging(self, request: RequestLike, via: tuple[str, str] | None) -> Iterator[None]:
+        """One call's log line around the ``with`` body that asks the provider, for the
+        sync and async forms alike: ``invalid`` when it does not hash, the error's word when
+        the body raises, ``served`` otherwise; the hash handed on in ``HASHED`` meanwhile."""
         try:
             digest = self._hash(request)
         except RequestError as exc:
@@ -171,34 +173,27 @@ class LoggedProvider(ReleasedOnExit):
             raise exc from None
         token = HASHED.set((request, digest))
         try:
-            response = self.provider.complete(request)
+            yield
         except Exception as exc:
             self._write(request, outcome_word(exc), digest, via)
             raise
         finally:
             HASHED.reset(token)
         self._write(request, "served", digest, via)
-        return response
+
+    def complete_via(
+        self, request: RequestLike, via: tuple[str, str] | None = None
+    ) -> dict[str, Any]:
+        """``complete``, logged with the vendor API and path it came through."""
+        with self._logging(request, via):
+            return self.provider.complete(request)
 
     async def acomplete_via(
         self, request: RequestLike, via: tuple[str, str] | None = None
     ) -> dict[str, Any]:
         """``acomplete``, logged with the vendor API and path it came through."""
-        try:
-            digest = self._hash(request)
-        except RequestError as exc:
-            self._write(request, "invalid", None, via)
-            raise exc from None
-        token = HASHED.set((request, digest))
-        try:
-            response = await self.provider.acomplete(request)
-        except Exception as exc:
-            self._write(request, outcome_word(exc), digest, via)
-            raise
-        finally:
-            HASHED.reset(token)
-        self._write(request, "served", digest, via)
-        return response
+        with self._logging(request, via):
+            return await self.provider.acomplete(request)
 
     def complete(self, request: RequestLike) -> dict[str, Any]:
         return self.complete_via(request)
