@@ -306,3 +306,20 @@ def test_a_sealed_runs_blocked_request_is_logged_with_its_host(tmp_path: Path) -
         "vendor.example",
         None,
     )
+
+
+def test_the_log_and_the_serving_summary_classify_a_failure_alike() -> None:
+    # The serving summary's kind is derived from the run log's word: one classification.
+    from replay_actor._errors import ActorLost, RequestError
+    from replay_actor.attribution.provider import outcome_word
+    from replay_actor.integrations.serving import outcome_of
+
+    cases = [
+        (ReplayMiss(None), "miss", "missed"),
+        (SequenceExhausted(None), "exhausted", "exhausted"),
+        (RequestError("bad"), "invalid", "invalid"),
+        (ActorLost("gone"), "failed", "failed"),
+        (OSError("io"), "failed", "failed"),
+    ]
+    for exc, word, kind in cases:
+        assert (outcome_word(exc), outcome_of(exc)) == (word, kind), exc
