@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -168,10 +169,11 @@ class LoggedProvider(ReleasedOnExit):
             fields = (_kind(request), vendor, path, _scope(request), digest, line, element)
         self.log.record(outcome, fields)
 
-    def complete_via(
-        self, request: RequestLike, via: tuple[str, str] | None = None
-    ) -> dict[str, Any]:
-        """``complete``, logged with the vendor API and path it came through."""
+    @contextmanager
+    def _logging(self, request: RequestLike, via: tuple[str, str] | None) -> Iterator[None]:
+        """One call's log line around the ``with`` body that asks the provider, for the
+        sync and async forms alike: ``invalid`` when it does not hash, the error's word when
+        the body raises, ``served`` otherwise; the hash handed on in ``HASHED`` meanwhile."""
         try:
             digest = self._hash(request)
         except RequestError as exc:
@@ -179,34 +181,27 @@ class LoggedProvider(ReleasedOnExit):
             raise exc from None
         token = HASHED.set((request, digest))
         try:
-            response = self.provider.complete(request)
+            yield
         except Exception as exc:
             self._write(request, outcome_word(exc), digest, via)
             raise
         finally:
             HASHED.reset(token)
         self._write(request, "served", digest, via)
-        return response
+
+    def complete_via(
+        self, request: RequestLike, via: tuple[str, str] | None = None
+    ) -> dict[str, Any]:
+        """``complete``, logged with the vendor API and path it came through."""
+        with self._logging(request, via):
+            return self.provider.complete(request)
 
     async def acomplete_via(
         self, request: RequestLike, via: tuple[str, str] | None = None
     ) -> dict[str, Any]:
         """``acomplete``, logged with the vendor API and path it came through."""
-        try:
-            digest = self._hash(request)
-        except RequestError as exc:
-            self._write(request, "invalid", None, via)
-            raise exc from None
-        token = HASHED.set((request, digest))
-        try:
-            response = await self.provider.acomplete(request)
-        except Exception as exc:
-            self._write(request, outcome_word(exc), digest, via)
-            raise
-        finally:
-            HASHED.reset(token)
-        self._write(request, "served", digest, via)
-        return response
+        with self._logging(request, via):
+            return await self.provider.acomplete(request)
 
     # The plain calls are the ``_via`` ones (one Python call less per call, P1L).
     complete = complete_via
