@@ -10,7 +10,7 @@ import json
 import struct
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import ollama
@@ -148,7 +148,7 @@ def test_anthropic_count_tokens_records_and_replays(
 def _gemini_calls(client: genai.Client) -> dict[str, Any]:
     embedded = client.models.embed_content(
         model="text-embedding-004",
-        contents=TEXTS,
+        contents=cast("types.ContentListUnion", TEXTS),  # (the union lists PIL images)
         config=types.EmbedContentConfig(task_type="RETRIEVAL_DOCUMENT"),
     )
     counted = client.models.count_tokens(model="gemini-x", contents="How many tokens?")

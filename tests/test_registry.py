@@ -135,6 +135,7 @@ class AcmeChat(OpenAIChat):
 
     name: Final = "acme"  # type: ignore[misc]
     routes: Final = (re.compile(r"/acme/chat/?$"),)  # type: ignore[misc]
+    paths: Final = ("POST /acme/chat",)  # type: ignore[misc]
     live: Final = LiveEndpoint(  # type: ignore[misc]
         adapter="AcmeAdapter",
         shape="an acme answer",
@@ -196,3 +197,15 @@ def test_an_added_shape_checks_its_own_keys(acme: str) -> None:
     with pytest.raises(ManifestError) as typed:
         open_provider({"provider": {"kind": "live", "adapter": acme, "model": "m", "acme_tier": 3}})
     assert typed.value.key == "provider.acme_tier"
+
+
+def test_a_shape_routed_elsewhere_never_lists_the_paths_it_inherited() -> None:
+    from replay_actor.integrations._routes import described
+
+    class Elsewhere(OpenAIChat):
+        name: Final = "elsewhere"  # type: ignore[misc]
+        routes: Final = (re.compile(r"/elsewhere/?$"),)  # type: ignore[misc]
+
+    assert described([Elsewhere()]) == ["the elsewhere API"]
+    assert described([AcmeChat()]) == ["POST /acme/chat"]
+    assert described([OpenAIChat()]) == list(OpenAIChat.paths)

@@ -4,6 +4,7 @@ writes no hash, no sidecar, and an owner-only file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from replay_actor import ReplayMiss, SequenceExhausted, open_provider, request_hash
+from replay_actor._request import HASHED
 from tests.frontdoor_util import run_cli, serving, write_fixture
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -78,6 +80,38 @@ def test_a_direct_provider_logs_every_outcome_with_line_and_element(tmp_path: Pa
         request_hash(_ask("one", scope={"sample": 2})),
     }
     assert sidecar[0]["request"] == _ask("one")
+
+
+def test_the_async_form_logs_the_same_lines_as_the_sync_form(tmp_path: Path) -> None:
+    # complete_via and acomplete_via share one logging step; both forms must write the
+    # same outcomes, hashes, lines and elements (the hash handed on, then reset).
+    async def calls(llm: Any) -> None:
+        await llm.acomplete(_ask("one"))
+        await llm.acomplete(_ask("seq"))
+        with pytest.raises(ReplayMiss):
+            await llm.acomplete(_ask("nothing"))
+        with pytest.raises(ValueError):
+            await llm.acomplete({"messages": []})
+        assert HASHED.get(None) is None  # reset in this task after every call
+
+    def fields(path: Path) -> list[tuple[Any, ...]]:
+        keys = ("outcome", "request_hash", "line", "element")
+        return [tuple(line.get(k) for k in keys) for line in _lines(path)]
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "s").mkdir()
+    with open_provider(_manifest(tmp_path / "a")) as llm:
+        asyncio.run(calls(llm))
+    with open_provider(_manifest(tmp_path / "s")) as llm:
+        llm.complete(_ask("one"))
+        llm.complete(_ask("seq"))
+        with pytest.raises(ReplayMiss):
+            llm.complete(_ask("nothing"))
+        with pytest.raises(ValueError):
+            llm.complete({"messages": []})
+    logged = fields(tmp_path / "a" / "run.log")
+    assert [row[0] for row in logged] == ["served", "served", "miss", "invalid"]
+    assert logged == fields(tmp_path / "s" / "run.log")
 
 
 def test_private_mode_writes_no_hash_no_sidecar_and_an_owner_only_file(tmp_path: Path) -> None:
@@ -272,3 +306,20 @@ def test_a_sealed_runs_blocked_request_is_logged_with_its_host(tmp_path: Path) -
         "vendor.example",
         None,
     )
+
+
+def test_the_log_and_the_serving_summary_classify_a_failure_alike() -> None:
+    # The serving summary's kind is derived from the run log's word: one classification.
+    from replay_actor._errors import ActorLost, RequestError
+    from replay_actor.attribution.provider import outcome_word
+    from replay_actor.integrations.serving import outcome_of
+
+    cases = [
+        (ReplayMiss(None), "miss", "missed"),
+        (SequenceExhausted(None), "exhausted", "exhausted"),
+        (RequestError("bad"), "invalid", "invalid"),
+        (ActorLost("gone"), "failed", "failed"),
+        (OSError("io"), "failed", "failed"),
+    ]
+    for exc, word, kind in cases:
+        assert (outcome_word(exc), outcome_of(exc)) == (word, kind), exc

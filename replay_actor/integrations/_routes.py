@@ -74,6 +74,16 @@ def described(vendors: Iterable[Any]) -> list[str]:
     ``paths`` when it has them, else its name (a shape without ``paths`` still serves)."""
     out: list[str] = []
     for vendor in vendors:
-        paths = getattr(vendor, "paths", None)
+        paths = _own_paths(vendor)
         out.extend(paths if paths else [f"the {vendor.name} API"])
     return out
+
+
+def _own_paths(vendor: Any) -> Any:
+    """``paths`` as written beside the shape's ``routes``: a shape that inherits another's
+    class but routes elsewhere must not list the paths it no longer serves."""
+    cls = vendor if isinstance(vendor, type) else type(vendor)
+    for klass in cls.__mro__:
+        if "routes" in vars(klass):
+            return vars(klass).get("paths")
+    return getattr(vendor, "paths", None)

@@ -58,7 +58,7 @@ from .._errors import (
 )
 from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
-from ..attribution.provider import LoggedProvider
+from ..attribution.provider import LoggedProvider, outcome_word
 from ..vendors import REGISTRY, Vendor, make_vendor, served_with, vendor_names
 from ..vendors._common import VendorCall
 from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error, error_answer
@@ -186,15 +186,19 @@ def _header_names(headers: Headers | None) -> frozenset[str]:
     return frozenset(name.decode("latin-1").lower() for name, _ in headers)
 
 
+#: The run log's outcome word -> the summary's kind: one classification of a failed call
+#: (``attribution.provider.outcome_word``), two vocabularies.
+_SUMMARY_KIND: Final[dict[str, Kind]] = {
+    "miss": "missed",
+    "exhausted": "exhausted",
+    "invalid": "invalid",
+    "failed": "failed",
+}
+
+
 def outcome_of(exc: BaseException) -> Kind:
     """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
-    if isinstance(exc, ReplayMiss):
-        return "missed"
-    if isinstance(exc, SequenceExhausted):
-        return "exhausted"
-    if isinstance(exc, RequestError):
-        return "invalid"
-    return "failed"
+    return _SUMMARY_KIND[outcome_word(exc)]
 
 
 def _read_json(vendor: Vendor, body: bytes) -> Any:

@@ -20,6 +20,7 @@ new module plus one registry line::
     _common.py    rules every shape shares (arguments, one-text-part content, refusals)
     _endpoint.py  LiveEndpoint: where a shape's live adapter sends a request
     _turns.py     a conversation as alternating turns (Anthropic's, Gemini's live bodies)
+    _unstreamed.py  Unstreamed: the stream body of a shape never streamed (its JSON)
     openai.py     chat completions
     anthropic.py  messages
     openai_responses/  the Responses API (its memory of served responses included)

@@ -35,6 +35,7 @@ __all__ = [
     "read_tools",
     "refuse_unfaithful",
     "response_id",
+    "vendor_call",
 ]
 
 _decode: Final = msgspec.json.decode
@@ -141,6 +142,28 @@ class VendorCall(msgspec.Struct, frozen=True):
     #: A shape's own word on how to answer, never hashed: OpenAI's embedding
     #: ``encoding_format`` (``float``/``base64``), Gemini's single or batch embedding.
     answer_as: str = ""
+
+
+def vendor_call(
+    body: dict[str, Any],
+    request: dict[str, Any],
+    params: dict[str, Any],
+    *,
+    stream: bool,
+    include_usage: bool = False,
+) -> VendorCall:
+    """The :class:`VendorCall` ending every shape's ``read_body``: ``params`` joins the
+    request only when it holds something, so a body without parameters reads as a request
+    without ``params``; the echoed model is the body's when it is a string, else ``""``."""
+    if params:
+        request["params"] = params
+    model = body.get("model")
+    return VendorCall(
+        request=request,
+        model=model if type(model) is str else "",
+        stream=stream,
+        include_usage=include_usage,
+    )
 
 
 def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:

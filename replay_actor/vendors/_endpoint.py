@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-__all__ = ["EndpointOption", "LiveEndpoint"]
+__all__ = ["EndpointOption", "LiveEndpoint", "sibling"]
 
 
 class EndpointOption(msgspec.Struct, frozen=True):
@@ -52,3 +52,17 @@ class LiveEndpoint(msgspec.Struct, frozen=True):
     #: named shape's ``path`` (below this base URL), ``to_body`` and ``from_response``
     #: serve that kind; a kind not listed (chat aside) is refused before anything is sent.
     kinds: tuple[tuple[str, str], ...] = ()
+
+
+def sibling(
+    of: LiveEndpoint,
+    adapter: str,
+    shape: str,
+    path: str,
+    *,
+    kinds: tuple[tuple[str, str], ...] = (),
+) -> LiveEndpoint:
+    """Another endpoint of the API ``of`` is in: its base URL, key header and prefix and
+    options, with an adapter, answer and path of its own (and, unless given, no ``kinds``:
+    a sibling asks only its own kind). One API's endpoints thus cannot drift apart."""
+    return msgspec.structs.replace(of, adapter=adapter, shape=shape, path=path, kinds=kinds)

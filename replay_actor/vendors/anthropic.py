@@ -40,6 +40,7 @@ from ._common import (
     read_tools,
     refuse_unfaithful,
     response_id,
+    vendor_call,
 )
 from ._endpoint import EndpointOption, LiveEndpoint
 from ._turns import split_system, turns
@@ -251,14 +252,7 @@ def read_body(body: Any) -> VendorCall:
     stop = body.get("stop_sequences")
     if stop is not None:
         params["stop"] = stop
-    if params:
-        request["params"] = params
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is True,
-    )
+    return vendor_call(body, request, params, stream=body.get("stream") is True)
 
 
 # -- neutral response -> vendor response --------------------------------------------------

@@ -11,14 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._response import Response
 from . import anthropic
 from ._common import VendorCall
-from ._counting import counted, live_count, stored_count
-from ._endpoint import EndpointOption, LiveEndpoint
+from ._counting import chat_body, counted, live_count, stored_count
+from ._endpoint import sibling
+from ._unstreamed import Unstreamed
 
 __all__ = [
     "LIVE",
@@ -43,9 +42,7 @@ def read_body(body: Any) -> VendorCall:
 
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The live count_tokens body: the messages body without what counting refuses."""
-    chat = {k: v for k, v in request.items() if k != "kind"}
-    body = anthropic.to_body(chat, model)
-    return {k: v for k, v in body.items() if k in _COUNTED_KEYS}
+    return chat_body(request, model, anthropic.to_body, _COUNTED_KEYS)
 
 
 def from_response(data: Any) -> dict[str, Any]:
@@ -53,17 +50,12 @@ def from_response(data: Any) -> dict[str, Any]:
     return live_count(data, "input_tokens")
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="AnthropicCountTokensAdapter",
-    shape="a token count",
-    base_url="https://api.anthropic.com",
-    path="/v1/messages/count_tokens",
-    key_header="x-api-key",
-    options=(EndpointOption("anthropic_version", "2023-06-01", header="anthropic-version"),),
+LIVE: Final = sibling(
+    anthropic.LIVE, "AnthropicCountTokensAdapter", "a token count", "/v1/messages/count_tokens"
 )
 
 
-class AnthropicCountTokens:
+class AnthropicCountTokens(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for Anthropic's token counting."""
 
     name: Final = "anthropic-count-tokens"
@@ -76,9 +68,6 @@ class AnthropicCountTokens:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return {"input_tokens": stored_count(response)}
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(self.response_body(response, call))
 
     error_body = staticmethod(anthropic.error_body)
     to_body = staticmethod(to_body)

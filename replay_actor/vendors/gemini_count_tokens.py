@@ -18,8 +18,9 @@ from .._errors import RequestError
 from .._response import Response
 from . import gemini
 from ._common import VendorCall
-from ._counting import counted, live_count, stored_count
-from ._endpoint import LiveEndpoint
+from ._counting import chat_body, counted, live_count, stored_count
+from ._endpoint import sibling
+from ._unstreamed import Unstreamed
 
 __all__ = [
     "LIVE",
@@ -52,8 +53,7 @@ def read_body(body: Any, path: str = "") -> VendorCall:
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The live countTokens body: the whole generateContent request, so the system
     instruction and tools are counted too."""
-    chat = {k: v for k, v in request.items() if k != "kind"}
-    inner = gemini.to_body(chat, model)
+    inner = chat_body(request, model, gemini.to_body)
     name = model if model.startswith("models/") else f"models/{model}"
     return {"generateContentRequest": {"model": name, **inner}}
 
@@ -63,17 +63,15 @@ def from_response(data: Any) -> dict[str, Any]:
     return live_count(data, "totalTokens")
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="GeminiCountTokensAdapter",
-    shape="a token count",
-    base_url=gemini.LIVE.base_url,
-    path="/{api_version}/models/{model}:countTokens",
-    key_header="x-goog-api-key",
-    options=gemini.LIVE.options,
+LIVE: Final = sibling(
+    gemini.LIVE,
+    "GeminiCountTokensAdapter",
+    "a token count",
+    "/{api_version}/models/{model}:countTokens",
 )
 
 
-class GeminiCountTokens:
+class GeminiCountTokens(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``countTokens``."""
 
     name: Final = "gemini-count-tokens"
@@ -86,9 +84,6 @@ class GeminiCountTokens:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return {"totalTokens": stored_count(response)}
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(self.response_body(response, call))
 
     error_body = staticmethod(gemini.error_body)
     to_body = staticmethod(to_body)

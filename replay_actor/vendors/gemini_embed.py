@@ -14,14 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._kinds import EMBEDDING
 from .._response import Response
 from . import gemini
 from ._common import MalformedResponse, VendorCall
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
+from ._unstreamed import Unstreamed
 from ._vectors import live_vector, stored_vectors
 
 __all__ = [
@@ -152,17 +151,15 @@ def from_response(data: Any) -> dict[str, Any]:
     return {"embeddings": [live_vector(item.get("values")) for item in items]}
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="GeminiEmbedAdapter",
-    shape="embeddings",
-    base_url=gemini.LIVE.base_url,
-    path="/{api_version}/models/{model}:batchEmbedContents",
-    key_header="x-goog-api-key",
-    options=gemini.LIVE.options,
+LIVE: Final = sibling(
+    gemini.LIVE,
+    "GeminiEmbedAdapter",
+    "embeddings",
+    "/{api_version}/models/{model}:batchEmbedContents",
 )
 
 
-class GeminiEmbed:
+class GeminiEmbed(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for Gemini's embeddings."""
 
     name: Final = "gemini-embed"
@@ -178,9 +175,6 @@ class GeminiEmbed:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(response_body(response, call))
 
     error_body = staticmethod(gemini.error_body)
     to_body = staticmethod(to_body)

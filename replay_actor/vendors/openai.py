@@ -34,6 +34,7 @@ from ._common import (
     read_tools,
     refuse_unfaithful,
     response_id,
+    vendor_call,
 )
 from ._endpoint import LiveEndpoint
 
@@ -174,16 +175,10 @@ def read_body(body: Any) -> VendorCall:
     stop = body.get("stop")
     if stop is not None:
         params["stop"] = [stop] if type(stop) is str else stop
-    if params:
-        request["params"] = params
     options = body.get("stream_options")
     include_usage = type(options) is dict and options.get("include_usage") is True
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is True,
-        include_usage=include_usage,
+    return vendor_call(
+        body, request, params, stream=body.get("stream") is True, include_usage=include_usage
     )
 
 

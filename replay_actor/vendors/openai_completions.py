@@ -17,6 +17,7 @@ import msgspec
 from .._errors import RequestError
 from .._kinds import COMPLETION
 from .._response import Response
+from . import openai
 from ._common import (
     NOT_HASHED,
     MalformedResponse,
@@ -24,8 +25,9 @@ from ._common import (
     error_envelope,
     refuse_unfaithful,
     response_id,
+    vendor_call,
 )
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
 
 __all__ = [
     "LIVE",
@@ -68,15 +70,10 @@ def read_body(body: Any) -> VendorCall:
     stop = body.get("stop")
     if stop is not None:
         params["stop"] = [stop] if type(stop) is str else stop
-    if params:
-        request["params"] = params
     options = body.get("stream_options")
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is True,
-        include_usage=type(options) is dict and options.get("include_usage") is True,
+    include_usage = type(options) is dict and options.get("include_usage") is True
+    return vendor_call(
+        body, request, params, stream=body.get("stream") is True, include_usage=include_usage
     )
 
 
@@ -153,14 +150,7 @@ def from_response(data: Any) -> dict[str, Any]:
     }
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="OpenAICompletionsAdapter",
-    shape="a text completion",
-    base_url="https://api.openai.com/v1",
-    path="/completions",
-    key_header="Authorization",
-    key_prefix="Bearer ",
-)
+LIVE: Final = sibling(openai.LIVE, "OpenAICompletionsAdapter", "a text completion", "/completions")
 
 
 class OpenAICompletions:

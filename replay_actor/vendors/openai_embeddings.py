@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._kinds import EMBEDDING
 from .._response import Response
+from . import openai
 from ._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
-from ._endpoint import LiveEndpoint
+from ._endpoint import sibling
+from ._unstreamed import Unstreamed
 from ._vectors import float32_base64, live_vector, stored_vectors
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
 
 _OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
 _FORMATS: Final = frozenset({"float", "base64"})
-_encode: Final = msgspec.json.encode
 
 
 def read_texts(value: Any, where: str = "input") -> list[str]:
@@ -126,17 +125,10 @@ def from_response(data: Any) -> dict[str, Any]:
     }
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="OpenAIEmbeddingsAdapter",
-    shape="an embeddings list",
-    base_url="https://api.openai.com/v1",
-    path="/embeddings",
-    key_header="Authorization",
-    key_prefix="Bearer ",
-)
+LIVE: Final = sibling(openai.LIVE, "OpenAIEmbeddingsAdapter", "an embeddings list", "/embeddings")
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for OpenAI embeddings."""
 
     name: Final = "openai-embeddings"
@@ -150,10 +142,6 @@ class OpenAIEmbeddings:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        # Embeddings are never streamed; the JSON answer is the only form.
-        return _encode(response_body(response, call))
 
     error_body = staticmethod(error_envelope)
     to_body = staticmethod(to_body)

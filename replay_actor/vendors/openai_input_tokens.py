@@ -12,13 +12,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from .._errors import RequestError
 from .._response import Response
+from . import openai
 from ._common import VendorCall, error_envelope
-from ._counting import counted, live_count, stored_count
-from ._endpoint import LiveEndpoint
+from ._counting import chat_body, counted, live_count, stored_count
+from ._endpoint import sibling
+from ._unstreamed import Unstreamed
 from .openai_responses.live import to_body as responses_body
 from .openai_responses.request import read_body as read_responses
 
@@ -62,9 +62,7 @@ def read_body(body: Any) -> VendorCall:
 
 def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     """The live input_tokens body: the Responses body without what counting refuses."""
-    chat = {k: v for k, v in request.items() if k != "kind"}
-    body = responses_body(chat, model)
-    return {k: v for k, v in body.items() if k in _COUNTED_KEYS}
+    return chat_body(request, model, responses_body, _COUNTED_KEYS)
 
 
 def from_response(data: Any) -> dict[str, Any]:
@@ -72,17 +70,12 @@ def from_response(data: Any) -> dict[str, Any]:
     return live_count(data, "input_tokens")
 
 
-LIVE: Final = LiveEndpoint(
-    adapter="OpenAIInputTokensAdapter",
-    shape="a token count",
-    base_url="https://api.openai.com/v1",
-    path="/responses/input_tokens",
-    key_header="Authorization",
-    key_prefix="Bearer ",
+LIVE: Final = sibling(
+    openai.LIVE, "OpenAIInputTokensAdapter", "a token count", "/responses/input_tokens"
 )
 
 
-class OpenAIInputTokens:
+class OpenAIInputTokens(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for OpenAI's input token counting."""
 
     name: Final = "openai-input-tokens"
@@ -95,9 +88,6 @@ class OpenAIInputTokens:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return {"object": "response.input_tokens", "input_tokens": stored_count(response)}
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(self.response_body(response, call))
 
     error_body = staticmethod(error_envelope)
     to_body = staticmethod(to_body)

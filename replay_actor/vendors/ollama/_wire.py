@@ -1,6 +1,6 @@
 """What Ollama's three shapes share (docs/ollama.md): generation ``options`` and
-``format`` in the neutral request's terms, the answer's counts, NDJSON, the error
-envelope and where the live API is.
+``format`` in the neutral request's terms, the answer's frame (whole and as NDJSON) and
+its counts, the error envelope and where the live API is.
 """
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ import msgspec
 
 from ..._errors import RequestError
 from ..._response import Response
+from .._common import VendorCall
 from .._endpoint import LiveEndpoint
 
 __all__ = [
     "CREATED_AT",
     "NDJSON",
     "NOT_HASHED",
+    "answer_body",
+    "answer_stream",
     "counts",
     "error_body",
     "live_endpoint",
@@ -101,6 +104,26 @@ def live_usage(data: dict[str, Any]) -> dict[str, Any] | None:
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
     }
+
+
+def answer_body(response: Response, call: VendorCall, key: str, value: Any) -> dict[str, Any]:
+    """A whole answer of ``/api/chat`` (``key`` ``message``) or ``/api/generate``
+    (``response``): ``value`` framed as Ollama frames it, with the counts."""
+    return {
+        "model": call.model,
+        "created_at": CREATED_AT,
+        key: value,
+        "done": True,
+        "done_reason": "length" if response.finish_reason == "length" else "stop",
+        **counts(response),
+    }
+
+
+def answer_stream(response: Response, call: VendorCall, key: str, value: Any, empty: Any) -> bytes:
+    """The same answer as NDJSON: ``value`` in a first line, then the ``done`` line with
+    ``empty`` in its place and the counts."""
+    first = {"model": call.model, "created_at": CREATED_AT, key: value, "done": False}
+    return ndjson([first, answer_body(response, call, key, empty)])
 
 
 def ndjson(lines: list[dict[str, Any]]) -> bytes:

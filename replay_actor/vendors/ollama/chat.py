@@ -23,18 +23,18 @@ from .._common import (
     arguments_object,
     canonical_arguments,
     read_tools,
+    vendor_call,
 )
 from ._wire import (
-    CREATED_AT,
     NDJSON,
     NOT_HASHED,
-    counts,
+    answer_body,
+    answer_stream,
     error_body,
     live_endpoint,
     live_format,
     live_options,
     live_usage,
-    ndjson,
     read_format,
     read_options,
 )
@@ -112,14 +112,7 @@ def read_body(body: Any) -> VendorCall:
         request["response_format"] = response_format
     params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
     read_options(body, params)
-    if params:
-        request["params"] = params
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is not False,
-    )
+    return vendor_call(body, request, params, stream=body.get("stream") is not False)
 
 
 def _message_out(response: Response) -> dict[str, Any]:
@@ -137,33 +130,15 @@ def _message_out(response: Response) -> dict[str, Any]:
     return message
 
 
-def _done(response: Response) -> str:
-    return "length" if response.finish_reason == "length" else "stop"
-
-
 def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
     """The whole ``/api/chat`` answer (``stream: false``)."""
-    return {
-        "model": call.model,
-        "created_at": CREATED_AT,
-        "message": _message_out(response),
-        "done": True,
-        "done_reason": _done(response),
-        **counts(response),
-    }
+    return answer_body(response, call, "message", _message_out(response))
 
 
 def stream_body(response: Response, call: VendorCall) -> bytes:
     """The answer as NDJSON: the message, then an empty ``done`` line with the counts."""
-    head = {"model": call.model, "created_at": CREATED_AT}
-    last = {
-        **head,
-        "message": {"role": "assistant", "content": ""},
-        "done": True,
-        "done_reason": _done(response),
-        **counts(response),
-    }
-    return ndjson([{**head, "message": _message_out(response), "done": False}, last])
+    empty = {"role": "assistant", "content": ""}
+    return answer_stream(response, call, "message", _message_out(response), empty)
 
 
 def _live_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-import msgspec
-
 from ..._errors import RequestError
 from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
+from .._unstreamed import Unstreamed
 from .._vectors import live_vector, stored_vectors
 from ..openai_embeddings import read_texts
 from ._wire import NOT_HASHED, error_body, live_endpoint, live_options, live_usage, read_options
@@ -90,7 +89,7 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = live_endpoint("OllamaEmbedAdapter", "Ollama embeddings", "/api/embed")
 
 
-class OllamaEmbed:
+class OllamaEmbed(Unstreamed):
     """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/embed``."""
 
     name: Final = "ollama-embed"
@@ -103,9 +102,6 @@ class OllamaEmbed:
 
     def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
         return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return msgspec.json.encode(response_body(response, call))
 
     error_body = staticmethod(error_body)
     to_body = staticmethod(to_body)

@@ -14,18 +14,17 @@ from typing import Any, Final
 from ..._errors import RequestError
 from ..._kinds import COMPLETION
 from ..._response import Response
-from .._common import MalformedResponse, VendorCall
+from .._common import MalformedResponse, VendorCall, vendor_call
 from ._wire import (
-    CREATED_AT,
     NDJSON,
     NOT_HASHED,
-    counts,
+    answer_body,
+    answer_stream,
     error_body,
     live_endpoint,
     live_format,
     live_options,
     live_usage,
-    ndjson,
     read_format,
     read_options,
 )
@@ -61,42 +60,17 @@ def read_body(body: Any) -> VendorCall:
     if response_format is not None:
         params["format"] = response_format
     read_options(body, params)
-    if params:
-        request["params"] = params
-    model = body.get("model")
-    return VendorCall(
-        request=request,
-        model=model if type(model) is str else "",
-        stream=body.get("stream") is not False,
-    )
-
-
-def _done(response: Response) -> str:
-    return "length" if response.finish_reason == "length" else "stop"
+    return vendor_call(body, request, params, stream=body.get("stream") is not False)
 
 
 def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
     """The whole ``/api/generate`` answer (``stream: false``)."""
-    return {
-        "model": call.model,
-        "created_at": CREATED_AT,
-        "response": response.content or "",
-        "done": True,
-        "done_reason": _done(response),
-        **counts(response),
-    }
+    return answer_body(response, call, "response", response.content or "")
 
 
 def stream_body(response: Response, call: VendorCall) -> bytes:
     """The answer as NDJSON: the text, then an empty ``done`` line with the counts."""
-    head = {"model": call.model, "created_at": CREATED_AT}
-    last = {**head, "response": "", "done": True, "done_reason": _done(response)}
-    return ndjson(
-        [
-            {**head, "response": response.content or "", "done": False},
-            {**last, **counts(response)},
-        ]
-    )
+    return answer_stream(response, call, "response", response.content or "", "")
 
 
 _TOP_LEVEL: Final = frozenset({"system", "suffix", "template", "raw", "think"})

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-import msgspec
-
 from ..._errors import RequestError
 from .._common import MalformedResponse
-from .._endpoint import LiveEndpoint
+from .._endpoint import sibling
 from ..openai import LIVE as CHAT_LIVE
 from ._fields import NAME, identifier
 
@@ -26,8 +24,12 @@ __all__ = ["LIVE", "from_response", "to_body"]
 
 #: Where the ``openai-responses`` live adapter sends a request: the ``openai`` adapter's
 #: base URL and bearer key, another path.
-LIVE: Final[LiveEndpoint] = msgspec.structs.replace(
-    CHAT_LIVE, adapter="OpenAIResponsesAdapter", shape="a Responses API response", path="/responses"
+LIVE: Final = sibling(
+    CHAT_LIVE,
+    "OpenAIResponsesAdapter",
+    "a Responses API response",
+    "/responses",
+    kinds=CHAT_LIVE.kinds,
 )
 
 _CHOICE_WORDS: Final = frozenset({"auto", "none", "required"})
