@@ -212,34 +212,51 @@ class _Launch:
 
 async def _run(door: FrontDoor, launch: _Launch) -> int:
     loop = asyncio.get_running_loop()
-    child = await launch.spawn()
-    if isinstance(child, int):
-        return child
-    proc = child.proc
-    try:
-        # The child may already be asking: its requests wait in the listening socket's
-        # queue until the server accepts them.
-        await door.start(child.listener)
-    except BaseException:
-        if proc.returncode is None:
-            proc.kill()  # our own child, by its PID
-        await proc.wait()
-        raise
+    # The handlers go in before the child starts: a signal sent to run while the front
+    # door starts is the child's too, not run's death (it waits for the child).
+    forwarder = _Forwarder()
     for sig in _FORWARDED:
-        loop.add_signal_handler(sig, _forward(proc, sig))
+        loop.add_signal_handler(sig, forwarder.signalled, sig)
     try:
+        child = await launch.spawn()
+        if isinstance(child, int):
+            return child
+        proc = child.proc
+        forwarder.attach(proc)
+        try:
+            # The child may already be asking: its requests wait in the listening
+            # socket's queue until the server accepts them.
+            await door.start(child.listener)
+        except BaseException:
+            if proc.returncode is None:
+                proc.kill()  # our own child, by its PID
+            await proc.wait()
+            raise
         return _status(await proc.wait())
     finally:
         for sig in _FORWARDED:
             loop.remove_signal_handler(sig)
 
 
-def _forward(proc: asyncio.subprocess.Process, sig: int) -> Callable[[], None]:
-    def forward() -> None:
-        if proc.returncode is None:
-            proc.send_signal(sig)
+class _Forwarder:
+    """Sends each forwarded signal to the child; one that came before the child existed
+    is sent as soon as it does."""
 
-    return forward
+    def __init__(self) -> None:
+        self._proc: asyncio.subprocess.Process | None = None
+        self._pending: list[int] = []
+
+    def signalled(self, sig: int) -> None:
+        if self._proc is None:
+            self._pending.append(sig)
+        elif self._proc.returncode is None:
+            self._proc.send_signal(sig)
+
+    def attach(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        pending, self._pending = self._pending, []
+        for sig in pending:
+            self.signalled(sig)
 
 
 async def _run_then_close(door: FrontDoor, launch: _Launch) -> int:
