@@ -5,8 +5,9 @@ P16 times ``python -m replay_actor compare BASE CAND --json`` as a whole process
 to exit, as a user waits for it) on two logs of 50,000 calls each: 10,000 samples of five
 calls (a conversation growing by two messages per call, each sample its ``scope``), with
 their request sidecars; the candidate's every 20th sample diverges at a call from 1 to 5.
-Its peak RSS (the child's ``ru_maxrss``) is compared with the two logs' size (the log
-files; their sidecars are reported beside).
+Its peak RSS (the process's own ``VmHWM``, said on its stderr: a child's ``ru_maxrss``
+would carry the benchmark process's own high-water mark across exec) is compared with the
+two logs' size (the log files; their sidecars are reported beside).
 
 P1L, P12L and P14L are P1, P12 and P14's "ours" side twice, interleaved: without a run
 log and with one (``log = FILE`` in the manifest, ``serve --log``). The ratio is the
@@ -16,13 +17,13 @@ logging overhead; the target is ≤ 1.05.
 from __future__ import annotations
 
 import json
-import os
+import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -101,26 +102,41 @@ def make_logs() -> tuple[Path, Path]:
     return base, cand
 
 
+#: ``compare`` run as ``python -m replay_actor`` runs it, then its own peak RSS (the
+#: kernel's ``VmHWM`` of this process's memory since exec) on stderr. A child's
+#: ``ru_maxrss`` would not do: exec keeps the forking parent's high-water mark, and the
+#: benchmark process is hundreds of MB by the time P16 runs.
+_MEASURED_COMPARE: Final = """\
+import re, sys
+from replay_actor.cli import main
+try:
+    status = main(sys.argv[1:])
+finally:
+    with open("/proc/self/status") as f:
+        hwm = re.search(r"VmHWM:\\s+(\\d+) kB", f.read())
+    sys.stderr.write(f"VmHWM {hwm.group(1) if hwm else 0}\\n")
+sys.exit(status)
+"""
+
+
 def _compare_once(base: Path, cand: Path) -> tuple[float, int]:
     """Seconds and peak RSS (bytes) of one ``compare`` process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "replay_actor", "compare", str(base), str(cand), "--json"],
-        stdout=subprocess.PIPE,
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURED_COMPARE, "compare", str(base), str(cand), "--json"],
+        capture_output=True,
+        check=False,
     )
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    proc.stdout.close()
-    # Reaped here, not by Popen: wait4 gives this one child's own peak RSS.
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     elapsed = time.perf_counter() - start
-    if proc.returncode != 1:
-        raise AssertionError(f"compare exited {proc.returncode}, expected 1 (some diverged)")
-    summary = json.loads(out)["summary"]
+    if done.returncode != 1:
+        raise AssertionError(f"compare exited {done.returncode}, expected 1 (some diverged)")
+    summary = json.loads(done.stdout)["summary"]
     if summary["diverged"] != SAMPLES // 20 or summary["identical"] != SAMPLES - SAMPLES // 20:
         raise AssertionError(f"compare found {summary}")
-    return elapsed, usage.ru_maxrss * 1024
+    peak = re.search(rb"VmHWM (\d+)", done.stderr)
+    if peak is None:
+        raise AssertionError(f"compare did not say its peak RSS: {done.stderr[-500:]!r}")
+    return elapsed, int(peak.group(1)) * 1024
 
 
 def run_compare(cfg: Config) -> list[Row]:
