@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from replay_actor.files.sidecar import sidecar_line
 from replay_actor.vendors import openai as vendor_openai
 
 from .frontdoor import _start, _stop
-from .timing import Config, Row, Stats, interleave, per_call
+from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request
 
 __all__ = ["make_logs", "run_compare", "run_logging"]
@@ -187,9 +186,7 @@ def run_compare(cfg: Config) -> list[Row]:
 def _overhead_row(row_id: str, what: str, samples: dict[str, list[float]]) -> Row:
     mine = Stats.of(samples["logged"])
     base = Stats.of(samples["plain"])
-    paired = statistics.median(
-        o / f for o, f in zip(samples["logged"], samples["plain"], strict=True)
-    )
+    paired = paired_ratio(samples["logged"], samples["plain"])
     return Row(
         id=row_id,
         what=what,

@@ -82,11 +82,11 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
     echo_stats = Stats.of(samples["pipe_echo"])
     ours_big = samples[f"ours@{SIZES[-1]}"]
     ours_small = samples[f"ours@{SIZES[0]}"]
-    paired_p1 = statistics.median(o / f for o, f in zip(ours_big, floor, strict=True))
+    paired_p1 = paired_ratio(ours_big, floor)
     paired_p2 = statistics.median(b / m for b, m in zip(ours_big, ours_small, strict=True))
     raw_stats = Stats.of(samples["raw_echo"])
     raw_floor_stats = Stats.of(raw_floor)
-    paired_p1b = statistics.median(o / f for o, f in zip(ours_big, raw_floor, strict=True))
+    paired_p1b = paired_ratio(ours_big, raw_floor)
     rows = [
         Row(
             id="P1",

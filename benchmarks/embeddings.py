@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import statistics
 import struct
 import sys
 
@@ -21,7 +20,7 @@ import openai
 from replay_actor import request_hash
 
 from .frontdoor import _start, _stop
-from .timing import Config, Row, Stats, interleave, per_call
+from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir
 
 __all__ = ["run_embeddings"]
@@ -89,9 +88,7 @@ def run_embeddings(cfg: Config) -> list[Row]:
             _stop(bare)
     mine = Stats.of(samples["ours"])
     base = Stats.of(samples["floor"])
-    paired = statistics.median(
-        o / f for o, f in zip(samples["ours"], samples["floor"], strict=True)
-    )
+    paired = paired_ratio(samples["ours"], samples["floor"])
     return [
         Row(
             id="P15",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ import httpx2
 
 from replay_actor.vendors import openai as vendor_openai
 
-from .timing import Config, Row, Stats, interleave, per_call
+from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request
 
 __all__ = ["run_frontdoor", "run_sealed_startup"]
@@ -107,9 +106,7 @@ def run_frontdoor(cfg: Config) -> list[Row]:
     mine = Stats.of(samples["ours"])
     base = Stats.of(samples["floor"])
     # Each round's two sides ran back to back: their ratio cancels most machine noise.
-    paired = statistics.median(
-        o / f for o, f in zip(samples["ours"], samples["floor"], strict=True)
-    )
+    paired = paired_ratio(samples["ours"], samples["floor"])
     return [
         Row(
             id="P14",
@@ -150,9 +147,7 @@ def run_sealed_startup(cfg: Config) -> list[Row]:
     )
     mine = Stats.of(samples["sealed"])
     base = Stats.of(samples["unsealed"])
-    paired = statistics.median(
-        s / u for s, u in zip(samples["sealed"], samples["unsealed"], strict=True)
-    )
+    paired = paired_ratio(samples["sealed"], samples["unsealed"])
     return [
         Row(
             id="P17",

@@ -17,7 +17,6 @@ P12g is the same measurement for ``google-genai``'s ``models.generate_content`` 
 from __future__ import annotations
 
 import hashlib
-import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from replay_actor.vendors import gemini as vendor_gemini
 from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors import openai_responses as vendor_responses
 
-from .timing import Config, Row, Stats, interleave, per_call
+from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request, response_for
 
 __all__ = ["run_sdk", "run_sdk_gemini", "run_sdk_responses"]
@@ -84,9 +83,7 @@ def _measure(
         handle.release()
     mine = Stats.of(samples["ours"])
     base = Stats.of(samples["floor"])
-    paired = statistics.median(
-        o / f for o, f in zip(samples["ours"], samples["floor"], strict=True)
-    )
+    paired = paired_ratio(samples["ours"], samples["floor"])
     return [
         Row(
             id=row_id,
@@ -223,9 +220,7 @@ def run_sdk_gemini(cfg: Config) -> list[Row]:
         handle.release()
     mine = Stats.of(samples["ours"])
     base = Stats.of(samples["floor"])
-    paired = statistics.median(
-        o / f for o, f in zip(samples["ours"], samples["floor"], strict=True)
-    )
+    paired = paired_ratio(samples["ours"], samples["floor"])
     return [
         Row(
             id="P12g",
