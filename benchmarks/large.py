@@ -35,12 +35,12 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
 import psutil
 
-from replay_actor import acquire, entry_line, load_fixture
+from replay_actor import acquire, entry_line
 from replay_actor.fixture import DEFAULT_CEILINGS
 
+from .loading import load_seconds, raw_decode_seconds
 from .procs import stop_zygote, zygote_pid
 from .timing import Config, Row, Stats, interleave
 from .workload import _publish, _text, cache_dir, fixture
@@ -170,22 +170,12 @@ def measure_concurrent(path: Path, counts: list[int]) -> list[dict[str, float]]:
 def run_p6b(cfg: Config) -> Row:
     path = dumps_fixture(100_000)
     size = path.stat().st_size
-    decode = msgspec.json.decode
 
     def ours() -> float:
-        start = time.perf_counter()
-        loaded = load_fixture(path)
-        elapsed = time.perf_counter() - start
-        assert len(loaded) == 100_000
-        return elapsed
+        return load_seconds(path)
 
     def raw() -> float:
-        start = time.perf_counter()
-        with open(path, "rb") as f:
-            data = f.read()
-        for line in data.splitlines():
-            decode(line)
-        return time.perf_counter() - start
+        return raw_decode_seconds(path)
 
     samples = interleave({"ours": ours, "raw": raw}, reps=cfg.pick(7, 2), warmup=1)
     mine = Stats.of(samples["ours"])
@@ -215,7 +205,6 @@ def run_first_acquisition(cfg: Config) -> Row:
     path = dumps_fixture(100_000)
     size = path.stat().st_size
     small = fixture(100)
-    decode = msgspec.json.decode
 
     def first() -> float:
         stop_zygote()  # its holder goes with it: nothing holds the fixture
@@ -231,12 +220,7 @@ def run_first_acquisition(cfg: Config) -> Row:
         return elapsed
 
     def raw() -> float:
-        start = time.perf_counter()
-        with open(path, "rb") as f:
-            data = f.read()
-        for line in data.splitlines():
-            decode(line)
-        return time.perf_counter() - start
+        return raw_decode_seconds(path)
 
     try:
         samples = interleave({"first": first, "raw": raw}, reps=cfg.pick(5, 2), warmup=1)

@@ -8,6 +8,7 @@ measured interleaved. The reference does no validation at all: it is the floor f
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import msgspec
 
@@ -16,28 +17,39 @@ from replay_actor import load_fixture
 from .timing import Config, Row, Stats, interleave
 from .workload import fixture
 
-__all__ = ["run_loading"]
+__all__ = ["load_seconds", "raw_decode_seconds", "run_loading"]
+
+
+def load_seconds(path: Path) -> float:
+    """Seconds to load a 100,000-entry fixture (our side of P6 and P6b)."""
+    start = time.perf_counter()
+    loaded = load_fixture(path)
+    elapsed = time.perf_counter() - start
+    assert len(loaded) == 100_000
+    return elapsed
+
+
+def raw_decode_seconds(path: Path) -> float:
+    """Seconds to read a file and ``msgspec.json.decode`` each line (the floor of P6,
+    P6b and P6c)."""
+    decode = msgspec.json.decode
+    start = time.perf_counter()
+    with open(path, "rb") as f:
+        data = f.read()
+    for line in data.splitlines():
+        decode(line)
+    return time.perf_counter() - start
 
 
 def run_loading(cfg: Config) -> list[Row]:
     path = fixture(100_000)
     size = path.stat().st_size
-    decode = msgspec.json.decode
 
     def ours() -> float:
-        start = time.perf_counter()
-        loaded = load_fixture(path)
-        elapsed = time.perf_counter() - start
-        assert len(loaded) == 100_000
-        return elapsed
+        return load_seconds(path)
 
     def raw() -> float:
-        start = time.perf_counter()
-        with open(path, "rb") as f:
-            data = f.read()
-        for line in data.splitlines():
-            decode(line)
-        return time.perf_counter() - start
+        return raw_decode_seconds(path)
 
     samples = interleave({"ours": ours, "raw": raw}, reps=cfg.pick(7, 2), warmup=1)
     mine = Stats.of(samples["ours"])
