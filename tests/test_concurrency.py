@@ -188,3 +188,32 @@ def test_each_thread_gets_its_own_channel(fixture_path: Path) -> None:
             thread.join(timeout=20)
         # One of the four took the handle's first channel; the other three opened theirs.
         assert during - before == 3
+
+
+def test_a_handle_is_crowded_while_a_second_thread_has_a_channel(fixture_path: Path) -> None:
+    import gc
+
+    with acquire(fixture_path, timeout=30) as provider:
+        first = provider.complete(LOOP)["i"]
+        assert not provider._sync.crowded  # one thread: the ordinary hash and write
+        answers: list[int] = []
+        called, finish = threading.Event(), threading.Event()
+
+        def second() -> None:
+            answers.append(provider.complete(LOOP)["i"])
+            called.set()
+            finish.wait(timeout=20)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        assert called.wait(timeout=20)
+        assert provider._sync.crowded
+        # Crowded calls (the hash in turn, the held write) answer as plain ones do.
+        answers.append(provider.complete(LOOP)["i"])
+        finish.set()
+        thread.join(timeout=20)
+        del thread
+        gc.collect()  # the ended thread's channel goes with its thread-local slot
+        assert not provider._sync.crowded
+        answers.append(provider.complete(LOOP)["i"])
+        assert [first, *answers] == [0, 1, 2, 3]

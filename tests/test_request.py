@@ -9,7 +9,12 @@ import pytest
 import rfc8785
 
 from replay_actor import Message, Request, RequestError, Tool, ToolCall, request_hash
-from replay_actor._request import canonical_request, normalise_request
+from replay_actor._request import (
+    HASHED,
+    canonical_request,
+    normalise_request,
+    request_hash_in_turn,
+)
 
 BASE: dict[str, Any] = {
     "messages": [
@@ -151,3 +156,43 @@ def test_several_tools_are_checked_strictly() -> None:
     assert request_hash(request({"t": (1, 2)})) == request_hash(request({"t": [1, 2]}))
     floats = request({"min": 1.0, "k": {"\U0001f600": 0.5, "a": 1}})
     assert canonical_request(floats) == rfc8785.dumps(floats)
+
+
+@pytest.mark.parametrize("size", [0, 1, 2046, 2047, 2048, 4094, 4095, 20_000])
+def test_the_hash_in_turn_is_the_same_hash_at_every_length(size: int) -> None:
+    # Around hashlib's GIL-release size (2,048) and the piece length (2,047): the bytes
+    # fed in pieces are the canonical bytes, whole, in order.
+    request = {**BASE, "messages": [*BASE["messages"], {"role": "user", "content": "x" * size}]}
+    expected = "sha256:" + hashlib.sha256(rfc8785.dumps(request)).hexdigest()
+    assert request_hash_in_turn(request) == expected == request_hash(request)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"kind": "embedding", "model": "e", "texts": ["a" * 3000, "b"]},
+        {"kind": "completion", "prompt": "p" * 5000},
+        {"kind": "count_tokens", "messages": [{"role": "user", "content": "c" * 2100}]},
+        Request(messages=[Message(role="user", content="s" * 9000)]),
+    ],
+)
+def test_the_hash_in_turn_agrees_for_every_kind(request_: Any) -> None:
+    assert request_hash_in_turn(request_) == request_hash(request_)
+
+
+def test_the_hash_in_turn_refuses_what_request_hash_refuses() -> None:
+    with pytest.raises(RequestError) as plain:
+        request_hash({"messages": "nope"})
+    with pytest.raises(RequestError) as in_turn:
+        request_hash_in_turn({"messages": "nope"})
+    assert str(in_turn.value) == str(plain.value)
+
+
+def test_the_hash_in_turn_reads_a_hash_handed_on() -> None:
+    own = request_hash(BASE)
+    token = HASHED.set((BASE, "sha256:" + "0" * 64))
+    try:
+        assert request_hash_in_turn(BASE) == "sha256:" + "0" * 64
+        assert request_hash_in_turn(dict(BASE)) == own  # matched by identity only
+    finally:
+        HASHED.reset(token)

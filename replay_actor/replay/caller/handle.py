@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from ..._errors import ProviderClosed, ReplayError
-from ..._request import RequestLike, request_hash
+from ..._request import RequestLike, request_hash, request_hash_in_turn
 from ..core import protocol
 from ..core.state import NOT_PASSED_ON, HandleState, released
 from ..io.procs import ProcessHandle
@@ -98,7 +98,7 @@ class ReplayProvider(ReplayHandle):
 
     def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
         # The one frame that holds the hash; it returns (never raises) what went wrong.
-        digest = request_hash(request)
+        digest = request_hash_in_turn(request) if self._sync.crowded else request_hash(request)
         message = protocol.complete_frame(digest)
         return self._sync.exchange(message, _COMPLETE_REPLIES), None if self._private else digest
 

@@ -11,6 +11,11 @@ is ``protocol.py``'s and ``state.py``'s.
   thread opens one of its own, so threads never queue behind each other's round trips;
   a thread's channel closes when the thread ends.
 - A lock per channel keeps each request/reply exchange whole.
+- Once a second thread has a channel, the handle is ``crowded``: a call then keeps the
+  GIL through its short steps (its hash, ``_request.request_hash_in_turn``, and its
+  write, ``held.send_now``) and lets go of it only to wait for the reply. Every
+  release hands the GIL to another thread and costs the releasing one a sleep until it
+  gets it back (docs/concurrency.md, "Threads on one handle").
 - An exchange whose framing is in doubt (cut half-way, late, or answered with a frame
   that is not a reply to it) closes that channel and breaks the handle (``ActorLost``);
   a goodbye ends it (``ProviderClosed``). Every wait is bounded by the socket timeouts.
@@ -96,6 +101,11 @@ class SyncLink:
         self._mutex = threading.Lock()
 
     @property
+    def crowded(self) -> bool:
+        """Whether a thread other than the first one has a channel of its own."""
+        return bool(self._others)
+
+    @property
     def first_open(self) -> bool:
         """Whether the first channel is still open (an unreleased handle's warning)."""
         return self._primary.channel is not None
@@ -134,7 +144,7 @@ class SyncLink:
             failure: BaseException | None = None
             reply = b""
             try:
-                conn.send_frame(message)
+                conn.send_frame(message, hold=bool(self._others))
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 failure = exc

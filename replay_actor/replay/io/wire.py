@@ -25,6 +25,7 @@ from typing import Final
 
 from ..._errors import InvalidArgument
 from ..core.protocol import frame, payload_size, split_frames
+from .held import send_now
 
 __all__ = ["MAX_TIMEOUT", "MIN_TIMEOUT", "Channel", "bounded_timeout", "frame", "set_timeouts"]
 
@@ -97,10 +98,12 @@ class Channel:
             raise ValueError("message too large for the channel")
         self.send_frame(frame(payload))
 
-    def send_frame(self, data: bytes) -> None:
-        """Write one already framed message (``protocol.frame``) whole."""
-        written = os.write(self._fd, data)
-        if written < len(data):  # a full socket buffer: rare, and never for a request
+    def send_frame(self, data: bytes, *, hold: bool = False) -> None:
+        """Write one already framed message (``protocol.frame``) whole. ``hold``: first
+        write what fits at once without letting go of the GIL (``held.send_now``), for a
+        thread that shares its process with other calling threads."""
+        written = send_now(self._fd, data) if hold else os.write(self._fd, data)
+        if written < len(data):  # a full socket buffer: rare for a request
             view = memoryview(data)[written:]
             while view:
                 view = view[os.write(self._fd, view) :]
