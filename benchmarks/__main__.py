@@ -87,20 +87,22 @@ def _clean_up() -> list[str]:
     return errors
 
 
-#: The profile measured before issue 28's protocol work, drawn beside this run's.
+#: The profiles before the physical-floor work and after it, measured side by side
+#: (``python -m benchmarks.before``), drawn above this run's.
 PROFILE_BEFORE = ROOT / "benchmarks" / "results" / "profile-before.json"
 
 
 def _profile_bars(profile: dict[str, Any] | None) -> dict[str, Any] | None:
-    """This run's profile with the bars to draw: the recorded "before" and this run."""
+    """This run's profile with the bars to draw: the recorded before/after pair, then
+    this run."""
     if profile is None:
         return None
-    bars = {}
+    recorded: dict[str, dict[str, float]] = {}
     if PROFILE_BEFORE.exists():
-        before = json.loads(PROFILE_BEFORE.read_text())
-        bars[before["label"]] = hotpath.grouped(before["steps"])
+        recorded = json.loads(PROFILE_BEFORE.read_text())["profiles"]
+    bars = {label: hotpath.grouped(steps) for label, steps in recorded.items()}
     bars["this run"] = hotpath.grouped(profile["steps"])
-    return {**profile, "bars": bars}
+    return {**profile, "bars": bars, "recorded": recorded}
 
 
 def _publish(

@@ -391,33 +391,47 @@ cannot fault the caller), the slicing decode, and the per-entry byte comparisons
 #: Where one ``complete()`` spends its time (``python -m benchmarks.hotpath``), measured
 #: apart from the full run; rendered under its own heading in docs/benchmarks.md.
 PROFILE: Final = """\
-Measured with `python -m benchmarks.hotpath` (each step timed on its own in interleaved
-rounds of 1,000 calls; each step's best round; the realistic request and the 100k-entry
-fixture of P1), on this machine with other work running (load ~4). One `complete()`:
+Each step is timed on its own by `python -m benchmarks.hotpath`, in interleaved rounds
+of 1,000 calls, and each step's best round is kept (on a shared machine the least
+disturbed one): the realistic request and the 100k-entry fixture of P1. The caller's
+`SyncLink` and the actor's loop code are timed in one process against a peer whose
+bytes are already waiting, minus the bare `read` and `write`, so no sleep is counted in
+them; the wake-ups are what is left of `complete()` after every measured step.
 
-| where | step | us |
-| --- | --- | --- |
-| caller | `request_hash` of the realistic request | 33.6 |
-| caller | building the `COMPLETE` frame (`protocol.complete_frame`) | 0.2 |
-| caller | `SyncLink`'s Python: slot, lock, state, one `write`, one `read` (a) | 3.3 |
-| caller | decoding the reply (`msgspec`, ~340 bytes) | 0.6 |
-| kernel | raw AF_UNIX exchange of the same frames (P1b's floor) | 13.1 |
-| actor | its Python per request: split, hash check, `take`, reply frame (b) | 3.8 |
-| actor | one `epoll` wait on a ready descriptor | 1.0 |
-| actor | its loop around the request: events, peer state, sleeping in `epoll` | 5.5 |
-| both | waking the actor and the caller after the hash (the rest) | 21-31 |
-| | `complete()` | 81-89 |
+The bars above this run's are the call as it was before the physical-floor work (commit
+`314febe`) and as it is now, measured side by side in the same minutes by
+`python -m benchmarks.before` (3 profiles of each, alternated; each step's median;
+`benchmarks/results/profile-before.json`): a shared two-core VM moves its wake-ups by
+tens of microseconds from one minute to the next, and a run in its fast mode (both
+processes on one core) halves `complete()`, so only bars measured beside each other
+compare. They show the single call did not move measurably: the code on both sides is
+~5 us of the call (the actor's Python ~3 us, `SyncLink`'s ~1.5 us, the frame and the
+decode under 1 us), the hash ~26 us, and the rest is the kernel and the scheduler.
+What changed is elsewhere: threads sharing a handle (P9a: a crowded handle keeps the
+GIL through a call's hash and write), the first acquisition of a large fixture (P6b,
+P6c) and the peer comparison (P18).
 
-(a) A `SyncLink` whose peer is the raw echo child, minus the raw exchange. (b) Beyond
-the bare `read` and `write`, timed on the actor's own loop code in one process.
+The largest share is not code: while the caller hashes, the actor has nothing to do and
+sleeps, and so does the caller while the actor answers; waking each from idle costs
+~20-30 us here, where the floors' exchanges, measured back to back, never let either
+side go idle. Three ways to keep a side awake were tried and dropped: the actor polling
+for up to 100-300 us after each answer, the caller polling for up to 50 us before it
+blocks in `read`, and a wake frame sent before the hash (the actor's wake-up overlapped
+with the caller's hash). On two cores shared with other work each made `complete()`
+slower (the spinning or early-woken side takes the core the other side needs), and an
+idle actor must cost nothing (P7).
 
-The code on both sides now costs ~14 us of a ~85 us call; before this change the actor
-spent ~3-4 us more (waiting through `selectors`' wrapper, ~2 us; a frame loop and a
-`writev` path of its own for a single reply). The largest share left is not code: while
-the caller hashes (~34 us), the actor has nothing to do and sleeps, and so does the
-caller while the actor answers; waking each from idle costs ~20-30 us here, where the
-floors' exchanges, measured back to back, never let either side go idle. Two ways to
-keep a side awake were tried and dropped: the actor polling for up to 100-300 us after
-each answer, and the caller polling for up to 50 us before it blocks in `read`. On two
-cores shared with other work both made `complete()` slower (the spinning side takes the
-core the other side needs), and an idle actor must cost nothing (P7)."""
+Where the wake-ups go was measured apart (a caller and a child exchanging the request
+frame, with the caller's hash before each exchange or without): **which core** the two
+sides sleep on. Pinned to one core, an exchange costs 11-12 us whether or not the
+caller works in between; on two cores, 28-56 us: on this VM a wake-up across cores is
+an interrupt to a halted virtual CPU, ~15 us each way. Left free, the scheduler keeps
+them apart (a woken task goes back to its previous core while that core is idle), and a
+`complete()` of the realistic request measured 93-111 us free against 54 us with the
+caller and its actor pinned to one core. How the child waits barely matters (`epoll`,
+`poll` and a blocking `read` all land within these ranges). Choosing cores is the
+user's call, not the library's: a sequential evaluation on a VM may pin itself and its
+actor to one core (`os.sched_setaffinity(0, {cpu})` and
+`os.sched_setaffinity(provider.actor_pid, {cpu})`), which halves its calls there and
+takes the second core from anything concurrent (threads, `acomplete` tasks, other
+evaluations), which is why `acquire` never does it."""

@@ -4,9 +4,9 @@ A profile, not a target: it times each step of the hot path on its own, in inter
 rounds, and prints each step's best round (docs/benchmarks.md, "Where a call's time
 goes"). The steps:
 
-- caller: ``request_hash``; building the frame; the handle's own Python around the
-  exchange (a whole ``complete()`` minus the hash, the socket round trip and the decode,
-  as measured in the same run); decoding the reply.
+- caller: ``request_hash``; building the frame; ``SyncLink``'s Python around one
+  ``write`` and one ``read`` (timed in this process against a peer whose reply is
+  already waiting, minus the bare ``write`` and ``read``); decoding the reply.
 - actor: its Python per request (reading the frame, the hash check, the cursor, building
   and writing the reply), timed in this process on the actor's own loop code with a
   socketpair; and one ``epoll`` wait on a ready descriptor.
@@ -55,9 +55,11 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "actor": (
         "actor: its Python per request",
         "actor: one epoll wait, ready",
-        "actor: its loop around the request",
     ),
-    "wake-ups": ("wake-ups after the hash (complete() - the rest)",),
+    "wake-ups": (
+        "actor: waking on the other core (and its loop), beyond the raw echo",
+        "wake-ups after the hash (complete() - the rest)",
+    ),
 }
 
 
@@ -111,6 +113,37 @@ def _actor_side(
     return one, bare, close
 
 
+def _link_side(
+    request: bytes, reply: bytes
+) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """The caller's ``SyncLink`` Python per exchange, in this process: its peer is the
+    other end of a socketpair whose reply is already waiting, so nobody sleeps. ``one``
+    is an exchange through the link, ``bare`` the same ``write`` and ``read`` made
+    directly; and how to close it."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    peer = theirs.fileno()
+    link = SyncLink(b"", 30.0, HandleState("pid 0"), Channel(os.dup(ours.fileno())))
+    fd = ours.fileno()
+
+    def one() -> None:
+        os.write(peer, reply)  # the peer's reply, queued first: subtracted by ``bare``
+        link.exchange(request, protocol.COMPLETE_REPLIES)
+        os.read(peer, 65536)
+
+    def bare() -> None:
+        os.write(peer, reply)
+        os.write(fd, request)
+        os.read(fd, 65536)
+        os.read(peer, 65536)
+
+    def close() -> None:
+        link.release(say_release=False)
+        ours.close()
+        theirs.close()
+
+    return one, bare, close
+
+
 def _epoll_wait() -> tuple[Callable[[], object], Callable[[], None]]:
     poller = select.epoll()
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -139,6 +172,7 @@ def profile() -> dict[str, float]:
         reply = protocol.RESPONSE + body
         raw = RawEcho(request, protocol.frame(reply))
         one, bare, close_actor = _actor_side(path, request, protocol.frame(reply))
+        link_one, link_bare, close_link = _link_side(request, protocol.frame(reply))
         # A SyncLink whose peer is the raw echo child: the caller's link code alone.
         echo_state = HandleState("pid 0")
         echo_link = SyncLink(b"", 30.0, echo_state, Channel(os.dup(raw.fileno())))
@@ -155,21 +189,28 @@ def profile() -> dict[str, float]:
                     "echo link": lambda: echo_link.exchange(request, protocol.COMPLETE_REPLIES),
                     "actor loop": one,
                     "bare": bare,
+                    "link alone": link_one,
+                    "link bare": link_bare,
                     "actor: one epoll wait, ready": wait,
                 }
             )
         finally:
             close_actor()
+            close_link()
             close_wait()
-        raw_us = got["raw socketpair exchange (kernel, scheduler)"]
-        steps = {
-            k: v for k, v in got.items() if k not in ("actor loop", "bare", "link", "echo link")
-        }
+        internal = ("actor loop", "bare", "link", "echo link", "link alone", "link bare")
+        steps = {k: v for k, v in got.items() if k not in internal}
         steps["actor: its Python per request"] = got["actor loop"] - got["bare"]
-        steps["caller: SyncLink's Python (lock, channel, checks)"] = got["echo link"] - raw_us
-        # The rest of a back-to-back exchange with the real actor: its loop's own
-        # bookkeeping around the request (events, peer state) and its scheduling.
-        steps["actor: its loop around the request"] = (
+        steps["caller: SyncLink's Python (lock, channel, checks)"] = (
+            got["link alone"] - got["link bare"]
+        )
+        # The rest of a back-to-back exchange with the real actor, beyond the same
+        # exchange with the raw echo child: its loop's bookkeeping (events, peer state),
+        # a few us, and where it is woken. The echo child was forked by this process and
+        # shares its core; the actor, forked elsewhere, stays on the other one (a woken
+        # task goes back to its previous core while that core is idle), and on a VM a
+        # wake-up across cores costs ~15 us each way (docs/benchmarks.md).
+        steps["actor: waking on the other core (and its loop), beyond the raw echo"] = (
             got["link"]
             - got["echo link"]
             - steps["actor: its Python per request"]

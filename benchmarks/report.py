@@ -263,16 +263,20 @@ def _profile_section(profile: dict[str, Any] | None) -> list[str]:
     """The measured steps of this run's profile, as a table, after the plot."""
     if not profile:
         return []
+    recorded: dict[str, dict[str, float]] = profile.get("recorded", {})
+    columns = [*recorded, "this run"]
     out = [
         "![where a call's time goes, by share](benchmarks-profile.png)",
         "",
-        "| step (this run, best of 15 rounds of 1,000 calls) | us | share |",
-        "| --- | --- | --- |",
+        "| step (us, best of 15 rounds of 1,000 calls) | " + " | ".join(columns) + " | share |",
+        "| --- | " + "--- | " * len(columns) + "--- |",
     ]
     steps: dict[str, float] = profile["steps"]
     group_of = {step: name for name, members in profile["groups"].items() for step in members}
     for step, value in steps.items():
-        out.append(f"| {step} | {value:.1f} | {group_of.get(step, '')} |")
+        earlier = [f"{recorded[label].get(step, float('nan')):.1f}" for label in recorded]
+        cells = " | ".join([*earlier, f"{value:.1f}"])
+        out.append(f"| {step} | {cells} | {group_of.get(step, '')} |")
     out.append("")
     return out
 
