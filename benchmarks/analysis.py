@@ -428,8 +428,10 @@ caller works in between; on two cores, 28-56 us: on this VM a wake-up across cor
 an interrupt to a halted virtual CPU, ~15 us each way. Left free, the scheduler keeps
 them apart (a woken task goes back to its previous core while that core is idle), and a
 `complete()` of the realistic request measured 93-111 us free against 54 us with the
-caller and its actor pinned to one core. How the child waits barely matters (`epoll`,
-`poll` and a blocking `read` all land within these ranges). Choosing cores is the
+caller and its actor pinned to one core. How the child waits matters only back to back:
+with no hash between exchanges, a child blocked in `read` was pulled onto the caller's
+core (15 us) where one in `epoll` was not (43 us); with the hash between, as in a call,
+both land in the 28-56 us range. Choosing cores is the
 user's call, not the library's: a sequential evaluation on a VM may pin itself and its
 actor to one core (`os.sched_setaffinity(0, {cpu})` and
 `os.sched_setaffinity(provider.actor_pid, {cpu})`), which halves its calls there and
