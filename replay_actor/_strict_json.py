@@ -10,6 +10,15 @@ body the CLI refuses is refused by the transports too:
   comes out of it whatever the recursion limit.
 
 Messages say which rule and where (line and column), never a byte of the text.
+
+Most texts are read by msgspec alone (a request body in ~20 us where ``json`` with the
+rule hooks takes ~80): msgspec refuses ``NaN`` and ``Infinity`` itself, and a repeated
+key, which it would silently drop, is caught by counting colons. In JSON text every colon
+outside a string ends a key, and msgspec writes strings back with their colons as they
+were, so the text and msgspec's re-encoding of its value have as many colons exactly
+when no key was dropped. An escape ``\\u....`` could spell a colon the text does not
+show, so a text holding one, and any text msgspec cannot read or write back, is read by
+``json`` with the hooks, which also words every refusal.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ import operator
 import re
 from itertools import accumulate, count
 from typing import Any, Final, NoReturn
+
+import msgspec
 
 __all__ = ["MAX_BODY_DEPTH", "NotStrictJSON", "loads_strict", "nesting_depth"]
 
@@ -44,6 +55,29 @@ class _DuplicateKey(Exception):
 
 class _Constant(Exception):
     pass
+
+
+#: What ``_quick`` returns when only ``json`` with the hooks can tell.
+_UNSURE: Final = object()
+_ENCODE: Final = msgspec.json.Encoder().encode
+#: ``\\u`` (a regular expression finds it several times faster than ``in`` here).
+_ESCAPE: Final = re.compile(r"\\u")
+
+
+def _quick(text: str) -> Any:
+    """The value msgspec reads, when it is certainly the value of the strict reading;
+    else ``_UNSURE`` (see the module docstring)."""
+    if _ESCAPE.search(text) is not None:
+        return _UNSURE
+    try:
+        value = msgspec.json.decode(text)
+        again = _ENCODE(value)
+    except (msgspec.MsgspecError, ValueError, RecursionError):
+        # Not JSON, NaN, a number out of range, a surrogate, too deep: worded below.
+        return _UNSURE
+    if again.count(b":") != text.count(":"):
+        return _UNSURE  # a key was repeated (msgspec kept the last)
+    return value
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -78,6 +112,9 @@ def loads_strict(text: str, *, max_depth: int | None = None) -> Any:
         # The count of openers bounds the depth: most texts need nothing more.
         if data.count(b"[") + data.count(b"{") > max_depth and nesting_depth(data) > max_depth:
             raise NotStrictJSON(f"nested more than {max_depth} levels deep")
+    value = _quick(text)
+    if value is not _UNSURE:
+        return value
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
