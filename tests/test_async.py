@@ -296,3 +296,55 @@ def test_many_tasks_after_the_actor_died_all_get_actor_lost(fixture_path: Path) 
         assert all(isinstance(g, ActorLost) for g in got), {type(g) for g in got}
     finally:
         provider.release()
+
+
+def _sized(tmp_path: Path, sizes: list[int]) -> tuple[Path, list[dict[str, Any]]]:
+    """A fixture whose request ``i`` answers with a response of about ``sizes[i]``
+    bytes; the requests, in order."""
+    requests = [{"messages": [{"role": "user", "content": f"sized {i}"}]} for i in sizes]
+    lines = [
+        entry_line(request_hash(req), response={"content": str(i % 10) * size, "n": i})
+        for i, (req, size) in enumerate(zip(requests, sizes, strict=True))
+    ]
+    path = tmp_path / "sized.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path, requests
+
+
+def test_large_and_small_replies_interleaved_each_reach_their_caller(tmp_path: Path) -> None:
+    # Replies far larger than one read, mixed with small ones and in flight together:
+    # each read fills the kept buffer in place, and the unfinished tail moves to its front.
+    sizes = [3_000_000, 10, 700_000, 5, 262_141, 262_150, 1, 2_000_000]
+    path, requests = _sized(tmp_path, sizes)
+
+    async def main() -> list[dict[str, Any]]:
+        with acquire(path, timeout=30) as provider:
+            first = [await provider.acomplete(req) for req in requests]
+            together = await asyncio.gather(*(provider.acomplete(req) for req in requests * 3))
+            return first + list(together)
+
+    answers = asyncio.run(main())
+    expected = [(str(i % 10) * size, i) for i, size in enumerate(sizes)] * 4
+    assert [(a["content"], a["n"]) for a in answers] == expected
+
+
+def test_a_huge_reply_leaves_no_huge_buffer_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from replay_actor.replay.caller import aio
+
+    monkeypatch.setattr(aio, "_KEEP", 1_000_000)
+    path, requests = _sized(tmp_path, [4_000_000, 10])
+
+    async def main() -> tuple[int, int]:
+        with acquire(path, timeout=30) as provider:
+            await provider.acomplete(requests[0])
+            link = provider._links.get(asyncio.get_running_loop())
+            assert isinstance(link, aio.AsyncLink)
+            after_huge = len(link._in)
+            assert (await provider.acomplete(requests[1]))["n"] == 1
+            return after_huge, len(link._in)
+
+    after_huge, after_small = asyncio.run(main())
+    assert after_huge > 4_000_000  # the huge reply was read into one buffer
+    assert after_small <= aio._READ * 2  # and its room was let go by the next read

