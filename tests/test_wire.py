@@ -1,6 +1,7 @@
-"""``held.send_now`` and ``Channel.send_frame(hold=True)``: the write a crowded handle
-makes while keeping the GIL writes what fits, never waits, and leaves the rest (and any
-error) to the ordinary write."""
+"""``Channel``'s writes and reads. The write a crowded handle makes while keeping the
+GIL (``held.send_now``, ``send_frame(hold=True)``) writes what fits, never waits, and
+leaves the rest (and any error) to the ordinary write; a large message is read whole
+however it arrives."""
 
 from __future__ import annotations
 
@@ -125,3 +126,42 @@ def test_a_closed_peer_never_raises_sigpipe_even_at_its_default_action() -> None
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=20, check=False
     )
     assert (done.returncode, done.stdout) == (0, "0\n")
+
+
+def test_a_large_message_arriving_in_pieces_is_received_whole(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    import time
+
+    ours, theirs = pair
+    big, small = os.urandom(3_000_000), b"after"
+    stream = frame(big) + frame(small)
+
+    def trickle() -> None:
+        for start in range(0, len(stream), 700_001):
+            ours.sendall(stream[start : start + 700_001])
+            time.sleep(0.01)  # the reader runs dry between pieces
+
+    writer = threading.Thread(target=trickle)
+    writer.start()
+    channel = Channel(os.dup(theirs.fileno()))
+    try:
+        assert channel.recv() == big
+        assert channel.recv() == small
+    finally:
+        channel.close()
+        writer.join(timeout=20)
+
+
+def test_a_peer_gone_in_the_middle_of_a_large_message_is_eof(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    ours, theirs = pair
+    ours.sendall(frame(b"x" * 1_000_000)[:100_000])  # within the socket buffer
+    ours.close()
+    channel = Channel(os.dup(theirs.fileno()))
+    try:
+        with pytest.raises(EOFError):
+            channel.recv()
+    finally:
+        channel.close()
