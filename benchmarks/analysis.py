@@ -213,21 +213,26 @@ As P1: the floor (a raw socketpair exchange, back to back) never lets either sid
 idle, a call does (see P1 and "Where a call's time goes").""",
     "P15": """\
 The floor answers canned bytes; the front door turns the stored vectors into them per
-request. Most of the difference is the entry's 24,576 numbers crossing from the cursor
-actor as JSON and being decoded (~2.5 ms with msgspec: ~100 ns a number) before the
-float32 packing (~0.6 ms for 16 x 1,536) and base64. Both sides share the SDK's own base64
-decode. On two shared cores the spread is wide: compare the IQRs and the paired ratio.""",
+request. Measured in-process (the app called directly): ~1.8 ms a request, of which
+decoding the entry's 24,576 numbers from the actor's JSON reply is ~0.93 ms (msgspec,
+~38 ns a number: float parsing, the same in isolation) and the float32 packing and
+base64 ~0.35 ms. Reading the 500 KB reply itself took ~0.9 ms until `acomplete` kept
+its receive buffer (each reply in a fresh, growing buffer cost its pages afresh; now
+~0.1 ms). What is left needs the numbers not to cross as JSON text: the holder could
+keep each stored vector as float64 bytes beside its JSON and the actor send those, so a
+caller copies instead of parsing; that changes the fixture's shared form and the reply
+frame, and is not done. On two shared cores the spread is wide: compare the IQRs and
+the paired ratio.""",
     "P14": """\
 The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
 does, per request, what the floor skips: the token check, a strict decode of the ~18 KB
-body (the standard library's `json` with a repeated-key hook, ~90 us; docs/sdk.md says
-why bodies are read strictly), the vendor mapping (~50 us), one `acomplete()` (the
+body (~58 us: msgspec, with the repeated-key rule proven by a colon count, where the
+standard library's `json` with a hook took ~79; docs/sdk.md says why bodies are read
+strictly), the vendor mapping (~15 us), one `acomplete()` (the
 request hash, ~34 us, and a round trip to the cursor actor, a third process, with the
-wake-ups of P1) and the vendor answer (~7 us). Measured in-process on a loaded machine
-those came to ~300 us a request; on this idle run the difference is ~0.5 ms, its largest
-single part the actor round trip woken from idle (~150 us, as in P1). Reading the body
-with msgspec and proving "no repeated key" by quote counts (as the fixture loader does)
-was tried: ~15 us saved, not enough to matter here.""",
+wake-ups of P1) and the vendor answer (~10 us). Measured in-process (the app called
+directly, no HTTP) those come to ~300 us a request; the largest single part is the
+actor round trip woken from idle (~150 us, as in P1).""",
     "P2": """\
 The actor's table is a dict keyed by the request hash, so a lookup does not depend on
 the fixture's size; the only size effect is cache misses on a larger heap. A miss of
