@@ -184,11 +184,12 @@ request, a few microseconds on a ~1 ms request.""",
 AF_UNIX stream socket. The floor's two parts are each timed back to back; a call is not:
 while the caller hashes (~34 us) the actor sleeps, and waking it and then the caller
 from idle costs ~20-30 us here ("Where a call's time goes"), more than all the code on
-both sides (~14 us). That wake-up, not code, is what stands between the ratio (~1.45 on
-a quiet run of this machine) and 1.25. Keeping a side awake by polling was tried and made
-it worse on two shared cores. On a busy machine one round of the echo and of
-`complete()` can also land on different sides of another job's burst: compare the IQRs,
-and the median of per-round ratios in the "what" column.
+both sides (~5 us). That wake-up, not code, is what moves the ratio between runs, and it
+depends on where the two processes sleep: on one core a call took 54 us, on two 93-111 us
+(measured with both pinned; see "Where a call's time goes"). Keeping a side awake by
+polling was tried and made it worse on two shared cores. On a busy machine one round of
+the echo and of `complete()` can also land on different sides of another job's burst:
+compare the IQRs, and the median of per-round ratios in the "what" column.
 
 Why a wake-up costs so much here: this machine is a Firecracker (KVM) guest booted with
 `cpuidle_haltpoll.force=1 haltpoll.guest_halt_poll_ns=0` (an idle vCPU halts at once,
