@@ -437,9 +437,12 @@ them apart (a woken task goes back to its previous core while that core is idle)
 caller and its actor pinned to one core. How the child waits matters only back to back:
 with no hash between exchanges, a child blocked in `read` was pulled onto the caller's
 core (15 us) where one in `epoll` was not (43 us); with the hash between, as in a call,
-both land in the 28-56 us range. Choosing cores is the
-user's call, not the library's: a sequential evaluation on a VM may pin itself and its
-actor to one core (`os.sched_setaffinity(0, {cpu})` and
-`os.sched_setaffinity(provider.actor_pid, {cpu})`), which halves its calls there and
-takes the second core from anything concurrent (threads, `acomplete` tasks, other
-evaluations), which is why `acquire` never does it."""
+both land in the 28-56 us range. So while one thread calls `complete()`, the
+acquirer's handle now pins its actor to that thread's core and moves it when the thread
+moves (`replay/io/cores.py`, docs/concurrency.md "Where the actor runs"; never the
+caller, whose process is the application's). The caller still moves now and then (a
+woken task goes to an idle core), so a call lands between the two: measured A/B in one
+process with the realistic request, 69 us following against 96 us free (10 rounds of
+1,000 calls each way, interleaved; the actor moved on ~20 % of calls). Threads,
+`acomplete` and `complete_many` end the following: there the actor working beside the
+caller is worth more."""

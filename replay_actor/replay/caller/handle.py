@@ -43,6 +43,7 @@ from ..._errors import ProviderClosed, ReplayError
 from ..._request import RequestLike, request_hash, request_hash_in_turn
 from ..core import protocol
 from ..core.state import NOT_PASSED_ON, HandleState, released
+from ..io.cores import CoreFollower
 from ..io.procs import ProcessHandle
 from ..io.wire import bounded_timeout
 from .aio import LoopLinks
@@ -80,6 +81,8 @@ class ReplayProvider(ReplayHandle):
         self._process = acquirer
         self._state = HandleState(f"pid {actor_pid}")
         self._sync = SyncLink(address, timeout, self._state, conn)
+        # Only the acquirer's handle moves its actor (a copy may live in any process).
+        self._cores = CoreFollower(actor_pid) if acquirer is not None else None
         self._links = LoopLinks(address, timeout, self._state)
         self._mutex = threading.Lock()
         handles.add(self)
@@ -98,7 +101,13 @@ class ReplayProvider(ReplayHandle):
 
     def _ask(self, request: RequestLike) -> tuple[bytes | ReplayError, str | None]:
         # The one frame that holds the hash; it returns (never raises) what went wrong.
-        digest = request_hash_in_turn(request) if self._sync.crowded else request_hash(request)
+        sync, cores = self._sync, self._cores
+        if cores is not None and cores.following:
+            if sync.sole():
+                cores.follow()
+            else:
+                cores.let_go()  # another thread calls too: for good
+        digest = request_hash_in_turn(request) if sync.crowded else request_hash(request)
         message = protocol.complete_frame(digest)
         return self._sync.exchange(message, _COMPLETE_REPLIES), None if self._private else digest
 
@@ -107,6 +116,8 @@ class ReplayProvider(ReplayHandle):
         # task cancelled while its request is in flight leaves the connection usable;
         # the element its request took counts as served.
         loop = asyncio.get_running_loop()
+        if self._cores is not None:
+            self._cores.let_go()  # the loop runs on while the actor answers
         digest = request_hash(request)
         message = protocol.complete_frame(digest)
         shown = None if self._private else digest
@@ -121,6 +132,8 @@ class ReplayProvider(ReplayHandle):
 
     def _batch(self, batch: Sequence[RequestLike]) -> list[Result]:
         # Pipelined: sent without waiting for earlier replies, the replies read in order.
+        if self._cores is not None:
+            self._cores.let_go()  # the caller hashes on while the actor answers
         return self._sync.batch(batch, private=self._private)
 
     def snapshot(self) -> dict[str, Any]:
@@ -232,6 +245,7 @@ class ReplayProvider(ReplayHandle):
         self._sync.disown()
         self._links.disown()
         self._mutex = threading.Lock()
+        self._cores = None  # the parent's to move, not this child's
         process, self._process = self._process, None
         if process is not None:
             process.close()

@@ -83,6 +83,7 @@ class SyncLink:
         "_mutex",
         "_others",
         "_primary",
+        "_shared",
         "_state",
         "_taken",
         "_timeout",
@@ -96,9 +97,16 @@ class SyncLink:
         self._state = state
         self._primary = _Slot(first)
         self._taken = False
+        self._shared = False  # a thread other than the first one ever had a channel
         self._local = threading.local()
         self._others: weakref.WeakSet[_Slot] = weakref.WeakSet()
         self._mutex = threading.Lock()
+
+    def sole(self) -> bool:
+        """Whether no thread but this one has ever called through this link."""
+        if self._shared:
+            return False
+        return not self._taken or getattr(self._local, "slot", None) is self._primary
 
     @property
     def crowded(self) -> bool:
@@ -215,6 +223,7 @@ class SyncLink:
             else:
                 slot = _Slot(None)
                 self._others.add(slot)
+                self._shared = True
         self._local.slot = slot
         return slot
 
@@ -286,6 +295,7 @@ class SyncLink:
         self._local = threading.local()
         self._mutex = threading.Lock()
         self._taken = False
+        self._shared = False
 
 
 def failed(batch: Sequence[RequestLike], error: ReplayError) -> list[Result]:
