@@ -10,8 +10,10 @@ goes"). The steps:
 - actor: its Python per request (reading the frame, the hash check, the cursor, building
   and writing the reply), timed in this process on the actor's own loop code with a
   socketpair; and one ``epoll`` wait on a ready descriptor.
-- the kernel and the scheduler: a raw AF_UNIX socketpair exchange of the same frames
-  with a child that only reads and writes (P1b's floor).
+- the kernel: a raw AF_UNIX socketpair exchange of the same frames with a child that
+  only reads and writes (P1b's floor), the child kept on this thread's core.
+- the wake-ups: what is left of ``complete()``; waking the two processes from idle,
+  across cores or on one.
 
 The realistic request and the 100k-entry fixture are P1's (``workload.py``).
 """
@@ -42,6 +44,9 @@ from .workload import fixture, realistic_request
 
 __all__ = ["GROUPS", "grouped", "main", "profile"]
 
+#: The rest of ``complete()``: waking the two processes, and where they are woken.
+WAKE_UPS = "wake-ups and where they happen (complete() - the rest)"
+
 #: The plot's five shares of a call (docs/benchmarks.md, "Where a call's time goes"):
 #: each step of ``profile`` in one of them.
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -51,15 +56,12 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "caller: decode the reply",
         "caller: SyncLink's Python (lock, channel, checks)",
     ),
-    "kernel": ("raw socketpair exchange (kernel, scheduler)",),
+    "kernel": ("raw socketpair exchange on one core (kernel)",),
     "actor": (
         "actor: its Python per request",
         "actor: one epoll wait, ready",
     ),
-    "wake-ups": (
-        "actor: waking on the other core (and its loop), beyond the raw echo",
-        "wake-ups after the hash (complete() - the rest)",
-    ),
+    "wake-ups": (WAKE_UPS,),
 }
 
 
@@ -158,6 +160,23 @@ def _epoll_wait() -> tuple[Callable[[], object], Callable[[], None]]:
     return (lambda: poller.poll(-1)), close
 
 
+def _beside(pid: int) -> Callable[[], None]:
+    """Pin ``pid`` to the core this thread runs on, when that changed: the raw echo
+    child kept beside its caller, so that the kernel's share is a same-core exchange."""
+    import ctypes
+
+    getcpu = ctypes.CDLL(None).sched_getcpu
+    where = [-1]
+
+    def follow() -> None:
+        core = getcpu()
+        if core != where[0]:
+            os.sched_setaffinity(pid, {core})
+            where[0] = core
+
+    return follow
+
+
 def profile() -> dict[str, float]:
     """Microseconds of each step, best round (see the module docstring)."""
     req = realistic_request()
@@ -171,12 +190,15 @@ def profile() -> dict[str, float]:
         body = msgspec.json.encode(response)
         reply = protocol.RESPONSE + body
         raw = RawEcho(request, protocol.frame(reply))
+        beside = _beside(raw.pid)
         one, bare, close_actor = _actor_side(path, request, protocol.frame(reply))
         link_one, link_bare, close_link = _link_side(request, protocol.frame(reply))
-        # A SyncLink whose peer is the raw echo child: the caller's link code alone.
-        echo_state = HandleState("pid 0")
-        echo_link = SyncLink(b"", 30.0, echo_state, Channel(os.dup(raw.fileno())))
         wait, close_wait = _epoll_wait()
+
+        def raw_beside() -> None:
+            beside()
+            raw.round_trip()
+
         try:
             got = _best_us(
                 {
@@ -184,9 +206,7 @@ def profile() -> dict[str, float]:
                     "caller: request_hash": lambda: request_hash(req),
                     "caller: frame": lambda: protocol.complete_frame(digest),
                     "caller: decode the reply": lambda: msgspec.json.decode(body),
-                    "raw socketpair exchange (kernel, scheduler)": raw.round_trip,
-                    "link": lambda: provider._sync.exchange(request, protocol.COMPLETE_REPLIES),
-                    "echo link": lambda: echo_link.exchange(request, protocol.COMPLETE_REPLIES),
+                    "raw socketpair exchange on one core (kernel)": raw_beside,
                     "actor loop": one,
                     "bare": bare,
                     "link alone": link_one,
@@ -198,32 +218,23 @@ def profile() -> dict[str, float]:
             close_actor()
             close_link()
             close_wait()
-        internal = ("actor loop", "bare", "link", "echo link", "link alone", "link bare")
+        internal = ("actor loop", "bare", "link alone", "link bare")
         steps = {k: v for k, v in got.items() if k not in internal}
         steps["actor: its Python per request"] = got["actor loop"] - got["bare"]
         steps["caller: SyncLink's Python (lock, channel, checks)"] = (
             got["link alone"] - got["link bare"]
-        )
-        # The rest of a back-to-back exchange with the real actor, beyond the same
-        # exchange with the raw echo child: its loop's bookkeeping (events, peer state),
-        # a few us, and where it is woken. The echo child was forked by this process and
-        # shares its core; the actor, forked elsewhere, stays on the other one (a woken
-        # task goes back to its previous core while that core is idle), and on a VM a
-        # wake-up across cores costs ~15 us each way (docs/benchmarks.md).
-        steps["actor: waking on the other core (and its loop), beyond the raw echo"] = (
-            got["link"]
-            - got["echo link"]
-            - steps["actor: its Python per request"]
-            - got["actor: one epoll wait, ready"]
         )
     finally:
         provider.release()
         if raw is not None:
             raw.close()
     accounted = sum(v for k, v in steps.items() if k != "complete()")
-    # What is left is not code: the actor sleeps while the caller hashes, and waking it
-    # (and the caller) from idle costs more than the back-to-back exchanges above.
-    steps["wake-ups after the hash (complete() - the rest)"] = steps["complete()"] - accounted
+    # What is left is not code: where and how the two processes are woken. The actor
+    # sleeps while the caller hashes; waking it (and then the caller) costs more than the
+    # raw exchange, whose sides never go idle, and far more across cores (on a VM, an
+    # interrupt to a halted virtual CPU each way). The actor loop's own bookkeeping
+    # (events, peer state: a few us) is in here too.
+    steps[WAKE_UPS] = steps["complete()"] - accounted
     return steps
 
 

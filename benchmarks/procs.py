@@ -173,6 +173,10 @@ class RawEcho:
     def fileno(self) -> int:
         return self._fd
 
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
     def round_trip(self) -> bytes:
         os.write(self._fd, self._request)
         got = os.read(self._fd, 65536)
