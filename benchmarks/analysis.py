@@ -408,14 +408,14 @@ The bars above this run's are the call as it was before the physical-floor work 
 `314febe`) and as it is now, measured side by side in the same minutes by
 `python -m benchmarks.before` (3 profiles of each, alternated; each step's median;
 `benchmarks/results/profile-before.json`): a shared two-core VM moves its wake-ups by
-tens of microseconds from one minute to the next, and a run in its fast mode (both
-processes on one core) halves `complete()`, so only bars measured beside each other
-compare. They show the single call did not move measurably: the code on both sides is
-~5 us of the call (the actor's Python ~3 us, `SyncLink`'s ~1.5 us, the frame and the
-decode under 1 us), the hash ~26 us, and the rest is the kernel and the scheduler.
-What changed is elsewhere: threads sharing a handle (P9a: a crowded handle keeps the
-GIL through a call's hash and write), the first acquisition of a large fixture (P6b,
-P6c) and the peer comparison (P18).
+tens of microseconds from one minute to the next, so only bars measured beside each
+other compare. The code on both sides did not move: ~5 us of the call (the actor's
+Python ~3 us, `SyncLink`'s ~1.5 us, the frame and the decode under 1 us), the hash ~26
+us, the raw exchange on one core ~12 us. What moved is where the two processes are
+woken: 47 us of wake-ups before, 9 us now, since the actor follows its one calling
+thread's core (below). The rest of the physical-floor work is elsewhere: threads sharing
+a handle (P9a: a crowded handle keeps the GIL through a call's hash and write), the
+first acquisition of a large fixture (P6b, P6c) and the peer comparison (P18).
 
 The largest share is not code: while the caller hashes, the actor has nothing to do and
 sleeps, and so does the caller while the actor answers; waking each from idle costs
