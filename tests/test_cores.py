@@ -125,7 +125,22 @@ def test_a_core_the_actor_may_not_use_ends_following_quietly(
 def test_an_actor_that_is_gone_is_not_an_error_of_the_follower() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait(timeout=30)
-    follower = CoreFollower(child.pid)  # a PID nobody has any more
+    follower = CoreFollower(child.pid, lambda: True)  # a PID nobody has any more
     follower.follow()
     assert not follower.following
     follower.let_go()  # and letting go of nothing is nothing
+
+
+def test_a_dead_actor_is_never_moved_even_if_its_pid_lives_on(own_affinity: set[int]) -> None:
+    # Stands for a PID reused after the actor died: a live process that is not ours to
+    # move. The follower asks the actor's pidfd first, and moves nothing.
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        before = os.sched_getaffinity(bystander.pid)
+        follower = CoreFollower(bystander.pid, lambda: False)
+        follower.follow()
+        assert not follower.following
+        assert os.sched_getaffinity(bystander.pid) == before
+    finally:
+        bystander.kill()  # ours, by its PID
+        bystander.wait(timeout=30)

@@ -24,6 +24,11 @@ frame locals (``pytest --showlocals``, ``traceback.TracebackException(capture_lo
 True)``, Sentry) cannot show it. The helpers therefore *return* their errors, built
 fresh and detached from the frames that made them, and the public methods raise them.
 
+Cores. While one thread calls ``complete`` on the handle ``acquire`` returned, the
+actor is kept on that thread's core (``io/cores.py``: two wake-ups across cores were
+most of a call on a VM); a second thread, ``acomplete`` or ``complete_many`` give the
+actor its own affinity back for good. A copy never moves the actor.
+
 Copies. Pickling a handle (a ``multiprocessing.Process`` argument, a ``Connection`` or a
 ``Queue``) sends only the actor's address; the copy opens its own connections, so copies
 never interfere. A bare ``os.fork()`` child drops the inherited connections (they are
@@ -82,7 +87,7 @@ class ReplayProvider(ReplayHandle):
         self._state = HandleState(f"pid {actor_pid}")
         self._sync = SyncLink(address, timeout, self._state, conn)
         # Only the acquirer's handle moves its actor (a copy may live in any process).
-        self._cores = CoreFollower(actor_pid) if acquirer is not None else None
+        self._cores = CoreFollower(actor_pid, acquirer.alive) if acquirer is not None else None
         self._links = LoopLinks(address, timeout, self._state)
         self._mutex = threading.Lock()
         handles.add(self)
@@ -179,6 +184,7 @@ class ReplayProvider(ReplayHandle):
             if not (state.closed or state.ended):
                 state.lose("exited")
             process, self._process = self._process, None
+            self._cores = None
         self._links.close_all(state.error_factory())
         self._sync.release(say_release=False)
         if process is not None:
@@ -201,6 +207,7 @@ class ReplayProvider(ReplayHandle):
                 return
             state.closed = True
             process, self._process = self._process, None
+            self._cores = None
         self._links.close_all(released)
         self._sync.release(say_release=not (state.broken or state.ended))
         if process is not None:

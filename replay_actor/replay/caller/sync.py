@@ -16,6 +16,8 @@ is ``protocol.py``'s and ``state.py``'s.
   write, ``held.send_now``) and lets go of it only to wait for the reply. Every
   release hands the GIL to another thread and costs the releasing one a sleep until it
   gets it back (docs/concurrency.md, "Threads on one handle").
+- ``sole()`` says whether only the calling thread has ever called through the link:
+  the handle keeps the actor on that thread's core only while it is (``io/cores.py``).
 - An exchange whose framing is in doubt (cut half-way, late, or answered with a frame
   that is not a reply to it) closes that channel and breaks the handle (``ActorLost``);
   a goodbye ends it (``ProviderClosed``). Every wait is bounded by the socket timeouts.

@@ -57,10 +57,13 @@ class CoreFollower:
     """Pins the actor ``pid`` to the calling thread's core before each call (``follow``)
     until ``let_go``; see the module docstring."""
 
-    __slots__ = ("_core", "_lock", "_on", "_own", "_pid", "_read")
+    __slots__ = ("_alive", "_core", "_lock", "_on", "_own", "_pid", "_read")
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, alive: Callable[[], bool]) -> None:
         self._pid = pid
+        # Asked before each move: a PID is only the actor's while the actor lives (its
+        # pidfd says so exactly), and an unrelated process must never be moved.
+        self._alive = alive
         self._core = -1  # where the actor is pinned now (-1: nowhere)
         self._own: set[int] | None = None  # the actor's affinity before the first pin
         self._lock = threading.Lock()
@@ -85,6 +88,9 @@ class CoreFollower:
         with self._lock:
             if not self._on:
                 return  # let go meanwhile
+            if not self._alive():
+                self._on = False  # nothing to move, and nothing to give back
+                return
             try:
                 if self._own is None:
                     self._own = os.sched_getaffinity(self._pid)
@@ -106,7 +112,7 @@ class CoreFollower:
     def _stop(self) -> None:
         # Under the lock.
         self._on = False
-        if self._core >= 0 and self._own is not None:
+        if self._core >= 0 and self._own is not None and self._alive():
             try:
                 os.sched_setaffinity(self._pid, self._own)
             except OSError:
