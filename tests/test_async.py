@@ -348,3 +348,49 @@ def test_a_huge_reply_leaves_no_huge_buffer_behind(
     after_huge, after_small = asyncio.run(main())
     assert after_huge > 4_000_000  # the huge reply was read into one buffer
     assert after_small <= aio._READ * 2  # and its room was let go by the next read
+
+
+def test_a_frame_announcing_more_than_it_holds_gets_room_only_as_bytes_come(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket as socket_module
+
+    from replay_actor.replay.caller import aio
+    from tests.test_handle_faults import FakeActor
+
+    monkeypatch.setattr(aio, "_KEEP", 1_000_000)
+
+    class Boaster(FakeActor):
+        """Answers with a header announcing 1 GiB, then 100 bytes, then hangs up."""
+
+        def _answer(self, conn: socket_module.socket) -> None:
+            try:
+                conn.recv(65536)
+                conn.sendall((2**30).to_bytes(4, "big") + b"R" * 100)
+            except OSError:
+                pass  # the test has closed us
+            finally:
+                conn.close()
+
+    fake = Boaster(b"")
+    sizes: list[int] = []
+
+    async def main() -> None:
+        handle = fake.handle()
+        try:
+            link = handle._links.get(asyncio.get_running_loop())  # the one the call takes
+            assert isinstance(link, aio.AsyncLink)
+            with pytest.raises(ActorLost):
+                await handle.acomplete(HELLO)
+            assert link.dead
+            sizes.append(len(link._in))
+        finally:
+            handle.release()
+
+    try:
+        asyncio.run(main())
+    finally:
+        fake.close()
+    # Never the announced GiB: at most one read's room and _KEEP ahead of it.
+    assert len(sizes) == 1
+    assert 0 < sizes[0] <= aio._READ + 1_000_000 + 104

@@ -296,7 +296,9 @@ class AsyncLink:
             buf = self._in = bytearray()  # one huge reply: its room is not kept
         want = _READ
         if have >= 4:
-            want = max(want, 4 + protocol.payload_size(buf) - have)
+            # Room for the frame's rest, but never more than _KEEP ahead of the bytes
+            # that came: what a frame announces is not yet what it holds.
+            want = max(want, min(4 + protocol.payload_size(buf) - have, _KEEP))
         if len(buf) - have < want:
             buf += bytes(have + want - len(buf))
         return buf
