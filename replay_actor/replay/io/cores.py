@@ -26,31 +26,14 @@ import os
 import threading
 from collections.abc import Callable
 
+from .libc import LibcFunction
+
 __all__ = ["ENV", "CoreFollower"]
 
 #: Set to ``0`` to leave every actor where the scheduler puts it.
 ENV = "REPLAY_ACTOR_FOLLOW_CORE"
 
-_getcpu: Callable[[], int] | None = None
-_loaded = False
-
-
-def _core_reader() -> Callable[[], int] | None:
-    """libc's ``sched_getcpu``, bound once (None where there is none)."""
-    global _getcpu, _loaded
-    if _loaded:
-        return _getcpu
-    try:
-        import ctypes
-
-        function = ctypes.CDLL(None).sched_getcpu
-        function.argtypes = []
-        function.restype = ctypes.c_int
-        _getcpu = function
-    except (ImportError, OSError, AttributeError):
-        _getcpu = None
-    _loaded = True
-    return _getcpu
+_GETCPU = LibcFunction("sched_getcpu", (), "c_int")
 
 
 class CoreFollower:
@@ -67,7 +50,7 @@ class CoreFollower:
         self._core = -1  # where the actor is pinned now (-1: nowhere)
         self._own: set[int] | None = None  # the actor's affinity before the first pin
         self._lock = threading.Lock()
-        self._read = _core_reader()
+        self._read = _GETCPU.bind()
         self._on = (
             self._read is not None
             and hasattr(os, "sched_setaffinity")

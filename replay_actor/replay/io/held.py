@@ -19,36 +19,12 @@ the GIL as usual.
 from __future__ import annotations
 
 import socket
-from typing import Protocol
+
+from .libc import LibcFunction
 
 __all__ = ["send_now"]
 
-
-class _Send(Protocol):
-    def __call__(self, fd: int, data: bytes, size: int, flags: int, /) -> int: ...
-
-
-_send: _Send | None = None
-_loaded = False
-
-
-def _libc_send() -> _Send | None:
-    """libc's ``send``, bound once, as a foreign function that keeps the GIL."""
-    global _send, _loaded
-    if _loaded:
-        return _send
-    try:
-        import ctypes
-
-        function = ctypes.PyDLL(None).send
-        function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
-        function.restype = ctypes.c_ssize_t
-        _send = function
-    except (ImportError, OSError, AttributeError):
-        _send = None  # no ctypes or no C library: every write is an ordinary one
-    _loaded = True
-    return _send
-
+_SEND = LibcFunction("send", ("c_int", "c_char_p", "c_size_t", "c_int"), "c_ssize_t", keep_gil=True)
 
 _DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 #: A closed peer is an ``EPIPE`` to report, never a ``SIGPIPE`` to die of (an application
@@ -59,7 +35,7 @@ _FLAGS = _DONTWAIT | getattr(socket, "MSG_NOSIGNAL", 0)
 def send_now(fd: int, data: bytes) -> int:
     """Write as much of ``data`` to the socket ``fd`` as fits now, keeping the GIL; the
     number of bytes written (0 if none could be, whatever the reason)."""
-    send = _send if _loaded else _libc_send()
+    send = _SEND.function if _SEND.bound else _SEND.bind()
     if send is None or not _DONTWAIT:
         return 0
     written = send(fd, data, len(data), _FLAGS)
