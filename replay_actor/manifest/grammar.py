@@ -109,7 +109,8 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     backend: Literal["local", "ray"] = "local"
     #: The run log (any kind; docs/attribution.md).
     log: str | None = None
-    #: The live adapter's table (live, record).
+    #: The live adapter's table (live, record). Like ``ceilings``, it may be given as
+    #: the table's mapping (how ``read_manifest`` hands it over): checked, then made one.
     live: AdapterTable | None = None
 
     def __post_init__(self) -> None:
