@@ -15,7 +15,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
     _kinds.py        request kinds beyond chat (embedding, completion)
     _canonical.py    RFC 8785 JSON           _memo.py         results by a value's image
     _interface.py    ``Provider``            _strict_json.py  strict JSON text
-    _replay.py       acquire, Supervisor     manifest.py      ``open_provider``
+    _replay.py       acquire, Supervisor
     pydantic_ai.py   ``ReplayModel``         ray.py           the Ray backend's acquire
     __main__.py      ``python -m replay_actor``
     fixture/         the file format and the table
@@ -28,6 +28,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
     attribution/     the run log and ``compare``
+    manifest/        ``Manifest``, ``read_manifest``, ``open_provider``
     cli/             the ``replay-actor`` command
 """
 
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
         openai_client,
     )
     from .integrations.transport import AsyncProviderTransport, ProviderTransport
-    from .manifest import open_provider
+    from .manifest import AdapterTable, Manifest, open_provider, read_manifest
     from .replay.caller.handle import ReplayProvider
     from .replay.caller.ray_backend import RayReplayProvider
 
@@ -111,6 +112,9 @@ _LOCATIONS: dict[str, str] = {
     "load_fixture": "fixture._parse",
     "RayReplayProvider": "replay.caller.ray_backend",
     "open_provider": "manifest",
+    "AdapterTable": "manifest.grammar",
+    "Manifest": "manifest.grammar",
+    "read_manifest": "manifest.grammar",
     "ReplayProvider": "replay.caller.handle",
     "acquire": "_replay",
     "Supervisor": "_replay",
@@ -129,6 +133,7 @@ _LOCATIONS: dict[str, str] = {
 __all__ = [
     "ActorLost",
     "Adapter",
+    "AdapterTable",
     "AsyncProviderTransport",
     "Ceilings",
     "CompletionRequest",
@@ -138,6 +143,7 @@ __all__ = [
     "InspectionPathError",
     "InvalidArgument",
     "LiveProviderError",
+    "Manifest",
     "ManifestError",
     "Message",
     "OwnerNotAlive",
@@ -171,6 +177,7 @@ __all__ = [
     "ollama_client",
     "open_provider",
     "openai_client",
+    "read_manifest",
     "request_hash",
 ]
 

@@ -7,6 +7,7 @@ import replay_actor
 EXPECTED = {
     "ActorLost",
     "Adapter",
+    "AdapterTable",
     "AsyncProviderTransport",
     "Ceilings",
     "CompletionRequest",
@@ -16,6 +17,7 @@ EXPECTED = {
     "InspectionPathError",
     "InvalidArgument",
     "LiveProviderError",
+    "Manifest",
     "ManifestError",
     "Message",
     "OwnerNotAlive",
@@ -49,6 +51,7 @@ EXPECTED = {
     "ollama_client",
     "open_provider",
     "openai_client",
+    "read_manifest",
     "request_hash",
 }
 

@@ -21,6 +21,7 @@ from ._shared import EXIT_USAGE, PROG, CLIError, Command, arg
 
 if TYPE_CHECKING:
     from .._errors import FixtureError
+    from ..manifest import Manifest
 
 __all__ = ["RUN", "SERVE"]
 
@@ -60,19 +61,25 @@ _ADDRESS: Final = (
 
 
 @contextlib.contextmanager
-def _named_errors(manifest: str, host: str, port: int) -> Iterator[None]:
-    """Turn what starting the front door can raise into one line that names the thing:
-    the manifest's resolved path, the fixture's resolved path (and where relative paths
-    resolve), the address in use."""
+def _named_errors(path: str, host: str, port: int) -> Iterator[Manifest]:
+    """Read the manifest (the one reading of its file: everything after takes the
+    ``Manifest`` yielded) and turn what starting the front door can raise into one line
+    that names the thing: the manifest's resolved path, the fixture's resolved path (and
+    where relative paths resolve), the address in use."""
     from .._errors import FixtureError, ManifestError
+    from ..manifest import read_manifest
 
-    where = os.path.abspath(manifest)
+    where = os.path.abspath(path)
+    manifest: Manifest | None = None
     try:
-        yield
+        manifest = read_manifest(path)
+        yield manifest
     except ManifestError as exc:
         raise CLIError(f"{where}: {exc}") from None
     except FixtureError as exc:
-        raise CLIError(_fixture_problem(manifest, exc)) from None
+        if manifest is None:  # pragma: no cover - reading raises ManifestError only
+            raise
+        raise CLIError(_fixture_problem(where, manifest, exc)) from None
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise
@@ -82,15 +89,11 @@ def _named_errors(manifest: str, host: str, port: int) -> Iterator[None]:
         ) from None
 
 
-def _fixture_problem(manifest: str, exc: FixtureError) -> str:
-    from ..manifest import read_manifest
-
-    table = read_manifest(manifest).get("provider")
-    fixture = table.get("fixture") if isinstance(table, dict) else None
-    where = "" if exc.line is None else f" at line {exc.line}"
-    text = f"{fixture}: fixture rejected: {exc.reason}{where}"
+def _fixture_problem(where: str, manifest: Manifest, exc: FixtureError) -> str:
+    line = "" if exc.line is None else f" at line {exc.line}"
+    text = f"{manifest.fixture}: fixture rejected: {exc.reason}{line}"
     if exc.reason == "file_missing":
-        folder = os.path.dirname(os.path.abspath(manifest))
+        folder = os.path.dirname(where)
         text += (
             f" (a relative fixture path resolves against the manifest's folder, {folder}; "
             "`replay-actor init` starts an empty fixture)"
@@ -101,8 +104,8 @@ def _fixture_problem(manifest: str, exc: FixtureError) -> str:
 def _cmd_serve(args: argparse.Namespace) -> int:
     from ..frontdoor.server import serve_forever
 
-    with _named_errors(args.manifest, args.host, args.port):
-        return serve_forever(args.manifest, args.host, args.port, log=args.log)
+    with _named_errors(args.manifest, args.host, args.port) as manifest:
+        return serve_forever(manifest, args.host, args.port, log=args.log)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -114,9 +117,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not command:
         print(f"{PROG} run: error: a COMMAND is required after --", file=sys.stderr)
         return EXIT_USAGE
-    with _named_errors(args.manifest, args.host, args.port):
+    with _named_errors(args.manifest, args.host, args.port) as manifest:
         return run_command(
-            args.manifest,
+            manifest,
             command,
             host=args.host,
             port=args.port,

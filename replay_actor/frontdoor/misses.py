@@ -26,9 +26,12 @@ import shlex
 import sys
 import threading
 from collections.abc import Mapping
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from .._errors import ReplayError, ReplayMiss, RequestError, SequenceExhausted
+
+if TYPE_CHECKING:
+    from ..manifest import Manifest
 
 __all__ = ["ANSWER_PLACEHOLDER", "MissReporter", "reporter_for"]
 
@@ -171,20 +174,9 @@ class MissReporter:
         stream.flush()
 
 
-def reporter_for(manifest: str | os.PathLike[str]) -> MissReporter | None:
-    """The reporter for a manifest ``open_provider`` has accepted: one for a replay or
-    record manifest (they have a fixture), None for a live one."""
-    from ..manifest import read_manifest
-
-    table = read_manifest(manifest).get("provider")
-    if not isinstance(table, Mapping) or table.get("kind", "replay") == "live":
+def reporter_for(manifest: Manifest) -> MissReporter | None:
+    """The reporter for a checked manifest: one for a replay or record manifest (they
+    have a fixture), None for a live one."""
+    if manifest.kind == "live" or manifest.fixture is None:
         return None
-    fixture = table.get("fixture")
-    if not isinstance(fixture, str):
-        return None
-    inspection = table.get("inspection")
-    return MissReporter(
-        fixture,
-        private=table.get("data") == "private",
-        inspection=inspection if isinstance(inspection, str) else None,
-    )
+    return MissReporter(manifest.fixture, private=manifest.private, inspection=manifest.inspection)

@@ -51,11 +51,12 @@ if TYPE_CHECKING:
     import socket
 
     from .._interface import Provider
+    from ..manifest import Manifest, ManifestLike
 
 __all__ = [
     "SEALS",
     "run_command",
-    "manifest_facts",
+    "secret_names",
 ]
 
 #: ``--seal``'s choices.
@@ -68,24 +69,12 @@ _PR_SET_PDEATHSIG: Final = 1
 _FORWARDED: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def manifest_facts(manifest: str | os.PathLike[str]) -> tuple[str, set[str]]:
-    """The manifest's kind and the ``api_key_env`` names it uses (its live table and a
-    record manifest's ``[provider.live]``). The manifest has been checked by
-    ``open_provider``."""
-    from ..manifest import read_manifest
-
-    data = read_manifest(manifest)  # ManifestError, never a parser's traceback
-    names: set[str] = set()
-    provider = data.get("provider")
-    tables: list[Any] = [provider]
-    kind = "replay"
-    if isinstance(provider, dict):
-        tables.append(provider.get("live"))
-        kind = str(provider.get("kind", kind))
-    for table in tables:
-        if isinstance(table, dict) and isinstance(table.get("api_key_env"), str):
-            names.add(table["api_key_env"])
-    return kind, names
+def secret_names(manifest: Manifest) -> set[str]:
+    """The ``api_key_env`` names the manifest's adapter table uses (a live manifest's
+    ``[provider]``, a record manifest's ``[provider.live]``): the variables whose values
+    must not reach the child."""
+    name = None if manifest.live is None else manifest.live.options.get("api_key_env")
+    return {name} if isinstance(name, str) else set()
 
 
 def _parent_death_hook(parent: int) -> Callable[[], None]:
@@ -281,7 +270,7 @@ def _snapshot(provider: Provider) -> dict[str, Any] | None:
 
 
 def run_command(
-    manifest: str | os.PathLike[str],
+    manifest: ManifestLike,
     command: Sequence[str],
     *,
     host: str = DEFAULT_HOST,
@@ -292,31 +281,32 @@ def run_command(
 ) -> int:
     """``replay-actor run``: serve the manifest's provider to ``command``; its status
     (``seal``: one of :data:`SEALS`, None for the manifest's default; ``log``: the run
-    log's path, docs/attribution.md, instead of the manifest's)."""
+    log's path, docs/attribution.md, instead of the manifest's). A manifest file is
+    read once, here: the seal, the provider, the secrets and the miss reporter all come
+    from that one reading, whatever happens to the file afterwards."""
     if not command:
         raise ValueError("run needs a COMMAND after --")
     if seal is not None and seal not in SEALS:
         raise ValueError(f"--seal must be one of {', '.join(SEALS)}, not {seal!r}")
-    from ..manifest import open_provider
+    from ..manifest import open_provider, read_manifest
 
-    # The key is read here, into the adapter, before the child's environment exists;
-    # and the manifest is checked before anything else reads it.
-    provider: Provider = open_provider(manifest, log=log)
+    read = read_manifest(manifest)
+    # The key is read here, into the adapter, before the child's environment exists.
+    provider: Provider = open_provider(read, log=log)
     try:
-        kind, secret_names = manifest_facts(manifest)
-        chosen = seal or ("auto" if kind == "replay" else "off")
+        chosen = seal or ("auto" if read.kind == "replay" else "off")
         door = FrontDoor(
             provider,
             host,
             port,
             release_on_close=False,
             report_blocked=_report_blocked,
-            on_failure=reporter_for(manifest),
+            on_failure=reporter_for(read),
         )
         warning = foreign_key_warning(os.environ)
         if warning is not None:
             print(warning, file=sys.stderr)
-        launch = _Launch(door, command, secret_names, chosen)
+        launch = _Launch(door, command, secret_names(read), chosen)
         status = asyncio.run(_run_then_close(door, launch))
         if launch.refused:
             return status  # nothing ran: nothing to sum up

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from .._interface import Provider
+    from ..manifest import ManifestLike
 
 __all__ = [
     "DEFAULT_HOST",
@@ -242,20 +243,22 @@ async def _serve(
 
 
 def serve_forever(
-    manifest: str | os.PathLike[str],
+    manifest: ManifestLike,
     host: str = DEFAULT_HOST,
     port: int = 0,
     *,
     log: str | os.PathLike[str] | None = None,
 ) -> int:
     """``replay-actor serve``: acquire, serve until SIGINT/SIGTERM, release; 0.
-    ``log``: the run log's path (docs/attribution.md), instead of the manifest's."""
-    from ..manifest import open_provider
+    ``log``: the run log's path (docs/attribution.md), instead of the manifest's. A
+    manifest file is read once, here."""
+    from ..manifest import open_provider, read_manifest
     from .misses import reporter_for
 
-    provider = open_provider(manifest, log=log)
+    read = read_manifest(manifest)
+    provider = open_provider(read, log=log)
     try:
-        asyncio.run(_serve(provider, host, port, sys.stdout, reporter_for(manifest)))
+        asyncio.run(_serve(provider, host, port, sys.stdout, reporter_for(read)))
     finally:
         provider.release()  # idempotent: already released unless serving failed early
     return 0

@@ -402,7 +402,8 @@ def _open(model_args: dict[str, Any]) -> Provider:
             )
         from ..manifest import open_provider
 
-        return open_provider(os.fspath(manifest))
+        # A path (the command line's), or a mapping or Manifest given in Python.
+        return open_provider(manifest)
     options: dict[str, Any] = {}
     if "private" in args:
         options["private"] = _flag("private", args.pop("private"))

@@ -345,7 +345,7 @@ def to_response(answer: Mapping[str, Any], model_name: str) -> ModelResponse:
 class ReplayModel(Model):
     """A pydantic-ai ``Model`` whose answers come from the manifest's provider.
 
-    ``manifest`` is a manifest path or mapping (any kind: replay, record, live);
+    ``manifest`` is a manifest path, mapping or ``Manifest`` (any kind: replay, record, live);
     ``model_name`` is what responses report (it is not part of any request).
     """
 

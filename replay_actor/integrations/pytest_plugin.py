@@ -40,10 +40,12 @@ if TYPE_CHECKING:
     import openai
 
     from .._interface import Provider
+    from ..manifest import Manifest
 
 __all__ = [
     "MODES",
     "provider_mapping",
+    "switched_manifest",
     "pytest_addoption",
     "pytest_configure",
     "replay_anthropic",
@@ -93,45 +95,50 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def provider_mapping(manifest: str | os.PathLike[str], mode: str | None) -> Mapping[str, Any]:
-    """The manifest at ``manifest`` with its kind switched to ``mode`` (``None``: as is).
+    """The manifest at ``manifest`` with its kind switched to ``mode`` (``None``: as
+    is), in its mapping form (:func:`switched_manifest`)."""
+    return switched_manifest(manifest, mode).as_dict()
 
-    Paths come back absolute. A record manifest holds everything every mode needs (the
-    fixture and the live table), so it switches to any; a replay manifest has no live
-    model to ask and a live one no fixture, so switching those raises ``ManifestError``.
+
+def switched_manifest(manifest: str | os.PathLike[str], mode: str | None) -> Manifest:
+    """The manifest at ``manifest`` (read once, checked) with its kind switched to
+    ``mode`` (``None``: as is).
+
+    A record manifest holds everything every mode needs (the fixture and the live
+    table), so it switches to any; a replay manifest has no live model to ask and a live
+    one no fixture, so switching those raises ``ManifestError``.
     """
-    from ..manifest import read_manifest
+    from ..manifest import Manifest, read_manifest
 
-    data = read_manifest(manifest)
-    table = data.get("provider")
-    if not isinstance(table, Mapping):
-        # Let the manifest loader report it, with its usual words.
-        return data
-    kind = table.get("kind")
-    if mode is None or mode == kind:
-        return {**data, "provider": table}
-    if kind == "record":
+    read = read_manifest(manifest)
+    if mode is None or mode == read.kind:
+        return read
+    if read.kind == "record":
         if mode == "replay":
-            kept = {k: v for k, v in table.items() if k in {"fixture", "data", "ceilings", "log"}}
-            return {"provider": {"kind": "replay", **kept}}
-        live = table.get("live")
-        if not isinstance(live, Mapping):
-            return {**data, "provider": table}  # the loader names the missing table
-        logged = {"log": table["log"]} if "log" in table else {}
-        return {"provider": {"kind": "live", **live, **logged}}
-    if kind == "replay":
+            return Manifest(
+                kind="replay",
+                fixture=read.fixture,
+                data=read.data,
+                ceilings=read.ceilings,
+                log=read.log,
+            )
+        return Manifest(kind="live", live=read.live, log=read.log)
+    if read.kind == "replay":
         raise ManifestError(
             f"--replay-mode={mode} needs a record manifest (its [provider.live] table says "
             f"which model to ask); {os.fspath(manifest)} is a replay manifest",
             key="provider.kind",
         )
     raise ManifestError(
-        f"--replay-mode={mode} needs a fixture; {os.fspath(manifest)} is a {kind} manifest",
+        f"--replay-mode={mode} needs a fixture; {os.fspath(manifest)} is a {read.kind} manifest",
         key="provider.kind",
     )
 
 
-def _source(request: pytest.FixtureRequest) -> tuple[Mapping[str, Any], str]:
-    """The manifest mapping for this test and the name its summary line goes under."""
+def _source(request: pytest.FixtureRequest) -> tuple[Manifest, str]:
+    """The manifest for this test and the name its summary line goes under."""
+    from ..manifest import Manifest
+
     mode: str | None = request.config.getoption("--replay-mode")
     marker = request.node.get_closest_marker(_MARKER)
     if marker is not None:
@@ -154,9 +161,11 @@ def _source(request: pytest.FixtureRequest) -> tuple[Mapping[str, Any], str]:
                     "@pytest.mark.replay(fixture=...) can only replay"
                 )
             path = here / fixture
-            data = "private" if marker.kwargs.get("private") else "normal"
-            mapping = {"provider": {"kind": "replay", "fixture": str(path), "data": data}}
-            return mapping, _display(request.config, path)
+            private = bool(marker.kwargs.get("private"))
+            replay = Manifest(
+                kind="replay", fixture=str(path), data="private" if private else "normal"
+            )
+            return replay, _display(request.config, path)
         if "private" in marker.kwargs:
             raise pytest.UsageError('with manifest=, set data = "private" in the manifest')
         return _from_manifest(request.config, here / manifest, mode)
@@ -170,17 +179,14 @@ def _source(request: pytest.FixtureRequest) -> tuple[Mapping[str, Any], str]:
     return _from_manifest(request.config, folder / ini, mode)
 
 
-def _from_manifest(
-    config: pytest.Config, path: Path, mode: str | None
-) -> tuple[Mapping[str, Any], str]:
-    mapping = provider_mapping(path, mode)
-    table = mapping.get("provider")
-    fixture = table.get("fixture") if isinstance(table, Mapping) else None
-    if isinstance(table, Mapping) and table.get("kind") == "record" and isinstance(fixture, str):
+def _from_manifest(config: pytest.Config, path: Path, mode: str | None) -> tuple[Manifest, str]:
+    manifest = switched_manifest(path, mode)
+    fixture = manifest.fixture
+    if manifest.kind == "record" and fixture is not None:
         # As pytest-recording creates its cassette folder: recording starts from nothing.
         os.makedirs(os.path.dirname(fixture), exist_ok=True)
-    name = _display(config, Path(fixture)) if isinstance(fixture, str) else _display(config, path)
-    return mapping, name
+    name = _display(config, Path(fixture)) if fixture is not None else _display(config, path)
+    return manifest, name
 
 
 def _display(config: pytest.Config, path: Path) -> str:
@@ -300,14 +306,14 @@ def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
     """This test's provider (one acquisition), from its marker or the ini option."""
     from ..manifest import open_provider
 
-    mapping, name = _source(request)
+    manifest, name = _source(request)
     rejected: str | None = None
     try:
-        provider = open_provider(mapping)
+        provider = open_provider(manifest)
     except FixtureError as exc:
         # The rejection names the rule and the line only (docs/privacy.md); the path the
         # user gave belongs in the error too, or a typo in a marker cannot be found.
-        rejected = f"{exc} (fixture: {_fixture_path(mapping)})"
+        rejected = f"{exc} (fixture: {manifest.fixture or '?'})"
     if rejected is not None:
         pytest.fail(f"replay-actor: {rejected}", pytrace=False)
     all_stats = request.config.stash[_STATS]
@@ -329,12 +335,6 @@ def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
                 stats.recorded += int(after.get("recorded", 0))
         finally:
             provider.release()
-
-
-def _fixture_path(mapping: Mapping[str, Any]) -> str:
-    table = mapping.get("provider")
-    fixture = table.get("fixture") if isinstance(table, Mapping) else None
-    return fixture if isinstance(fixture, str) else "?"
 
 
 @pytest.fixture

@@ -22,9 +22,8 @@ clients it built itself, and a given async transport is what keeps it off aiohtt
 
 from __future__ import annotations
 
-import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from google.genai.client import AsyncClient as GeminiAsyncClient
 
     from .._interface import Provider
+    from ..manifest import ManifestLike
 
 __all__ = [
     "anthropic_client",
@@ -51,12 +51,11 @@ __all__ = [
 #: Sent as the SDK's key when the caller gives none; nothing checks it.
 PLACEHOLDER_KEY: Final = "replay-actor-no-key"
 
-Manifest = str | os.PathLike[str] | Mapping[str, Any]
 _T = TypeVar("_T")
 
 
 def _build(
-    manifest: Manifest,
+    manifest: ManifestLike,
     sdk_kwargs: dict[str, Any],
     make: Callable[[Provider, dict[str, Any]], _T],
 ) -> _T:
@@ -80,7 +79,7 @@ def _build(
 
 
 def _on_transport(
-    manifest: Manifest,
+    manifest: ManifestLike,
     sdk_kwargs: dict[str, Any],
     api: str,
     client_class: Callable[..., _T],
@@ -105,28 +104,28 @@ def _on_transport(
     return _build(manifest, sdk_kwargs, make)
 
 
-def openai_client(manifest: Manifest, **sdk_kwargs: Any) -> openai.OpenAI:
+def openai_client(manifest: ManifestLike, **sdk_kwargs: Any) -> openai.OpenAI:
     """An ``openai.OpenAI`` whose chat completions the manifest's provider answers."""
     import openai
 
     return _on_transport(manifest, sdk_kwargs, "openai", openai.OpenAI, asynchronous=False)
 
 
-def async_openai_client(manifest: Manifest, **sdk_kwargs: Any) -> openai.AsyncOpenAI:
+def async_openai_client(manifest: ManifestLike, **sdk_kwargs: Any) -> openai.AsyncOpenAI:
     """An ``openai.AsyncOpenAI`` on the provider's native async path (``acomplete``)."""
     import openai
 
     return _on_transport(manifest, sdk_kwargs, "openai", openai.AsyncOpenAI, asynchronous=True)
 
 
-def anthropic_client(manifest: Manifest, **sdk_kwargs: Any) -> anthropic.Anthropic:
+def anthropic_client(manifest: ManifestLike, **sdk_kwargs: Any) -> anthropic.Anthropic:
     """An ``anthropic.Anthropic`` whose messages the manifest's provider answers."""
     import anthropic
 
     return _on_transport(manifest, sdk_kwargs, "anthropic", anthropic.Anthropic, asynchronous=False)
 
 
-def async_anthropic_client(manifest: Manifest, **sdk_kwargs: Any) -> anthropic.AsyncAnthropic:
+def async_anthropic_client(manifest: ManifestLike, **sdk_kwargs: Any) -> anthropic.AsyncAnthropic:
     """An ``anthropic.AsyncAnthropic`` on the provider's native async path."""
     import anthropic
 
@@ -148,7 +147,7 @@ _GEMINI_OWNED: Final = (
 )
 
 
-def _gemini(manifest: Manifest, sdk_kwargs: dict[str, Any], *, release_by_async: bool) -> Any:
+def _gemini(manifest: ManifestLike, sdk_kwargs: dict[str, Any], *, release_by_async: bool) -> Any:
     from google import genai
     from google.genai import types
 
@@ -190,7 +189,7 @@ def _gemini(manifest: Manifest, sdk_kwargs: dict[str, Any], *, release_by_async:
     return _build(manifest, sdk_kwargs, make)
 
 
-def gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> genai.Client:
+def gemini_client(manifest: ManifestLike, **sdk_kwargs: Any) -> genai.Client:
     """A ``google.genai.Client`` whose ``models.generate_content`` (and
     ``generate_content_stream``, and the same calls on ``client.aio``) the manifest's
     provider answers. ``client.close()`` (or a ``with`` block) releases the provider."""
@@ -198,7 +197,7 @@ def gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> genai.Client:
     return client
 
 
-def async_gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> GeminiAsyncClient:
+def async_gemini_client(manifest: ManifestLike, **sdk_kwargs: Any) -> GeminiAsyncClient:
     """The async client (what ``genai.Client(...).aio`` is) on the provider's native async
     path, never aiohttp. ``await client.aclose()`` (or ``async with``) releases the
     provider."""
@@ -210,7 +209,7 @@ def async_gemini_client(manifest: Manifest, **sdk_kwargs: Any) -> GeminiAsyncCli
 _OLLAMA_HOST: Final = "http://ollama.replay-actor.invalid"
 
 
-def _ollama(manifest: Manifest, sdk_kwargs: dict[str, Any], *, asynchronous: bool) -> Any:
+def _ollama(manifest: ManifestLike, sdk_kwargs: dict[str, Any], *, asynchronous: bool) -> Any:
     """An ollama client over an httpx transport answering ``ollama`` (docs/ollama.md).
 
     The ollama client takes no API key and builds its own ``httpx`` client from its
@@ -237,14 +236,14 @@ def _ollama(manifest: Manifest, sdk_kwargs: dict[str, Any], *, asynchronous: boo
     return client
 
 
-def ollama_client(manifest: Manifest, **client_kwargs: Any) -> ollama.Client:
+def ollama_client(manifest: ManifestLike, **client_kwargs: Any) -> ollama.Client:
     """An ``ollama.Client`` whose ``chat``, ``generate`` and ``embed`` the manifest's
     provider answers (docs/ollama.md). ``client.close()`` releases the provider."""
     client: ollama.Client = _ollama(manifest, client_kwargs, asynchronous=False)
     return client
 
 
-def async_ollama_client(manifest: Manifest, **client_kwargs: Any) -> ollama.AsyncClient:
+def async_ollama_client(manifest: ManifestLike, **client_kwargs: Any) -> ollama.AsyncClient:
     """The async ``ollama.AsyncClient`` on the provider's native async path;
     ``await client.close()`` releases the provider."""
     client: ollama.AsyncClient = _ollama(manifest, client_kwargs, asynchronous=True)

@@ -4,7 +4,7 @@ Runs in: the caller (``RayReplayProvider``, ``acquire``) and a Ray worker (``Cur
 
 A replay backend beside the local one: the same core (``protocol.py`` frames and
 ``decode_reply``, ``state.HandleState`` messages), with Ray's object references as the
-driver that moves the bytes. ``manifest.py`` reaches it here; ``replay_actor.ray`` is
+driver that moves the bytes. ``manifest/`` reaches it here; ``replay_actor.ray`` is
 its public face.
 
 ::
