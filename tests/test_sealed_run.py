@@ -10,6 +10,7 @@ door's proxy refusal, never a resolver."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import os
 import shutil
@@ -24,6 +25,8 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from replay_actor.adapters._secrets import holds_key_piece
 from replay_actor.frontdoor.environment import (
@@ -594,6 +597,55 @@ def _system_python() -> str | None:
     return None
 
 
+def _distributions(*roots: str) -> list[importlib.metadata.Distribution]:
+    """The installed distributions ``roots`` (``name`` or ``name[extra]``) need, theirs
+    included, as their metadata says."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    seen: set[tuple[str, frozenset[str]]] = set()
+    todo = [Requirement(root) for root in roots]
+    while todo:
+        wanted = todo.pop()
+        name = canonicalize_name(wanted.name)
+        if (name, frozenset(wanted.extras)) in seen:
+            continue
+        seen.add((name, frozenset(wanted.extras)))
+        dist = found.setdefault(name, importlib.metadata.distribution(wanted.name))
+        for line in dist.requires or []:
+            needed = Requirement(line)
+            if needed.marker is None or any(
+                needed.marker.evaluate({"extra": extra}) for extra in ("", *wanted.extras)
+            ):
+                todo.append(needed)
+    return list(found.values())
+
+
+def _readable_copy(folder: Path) -> Path:
+    """``folder/lib``: this checkout's package and a copy of every installed file that
+    ``replay-actor run`` (with its ``serve`` extra) and the probe (openai) import, for a
+    user who may not enter the checkout, which may live in a private folder."""
+    lib = folder / "lib"
+    root = Path(__file__).resolve().parent.parent
+    here = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(root / "replay_actor", lib / "replay_actor", ignore=here)
+    for dist in _distributions("replay-actor[serve]", "openai"):
+        if canonicalize_name(dist.metadata["Name"]) == "replay-actor":
+            continue  # the checkout's own package, copied above
+        for file in dist.files or []:
+            if ".." in file.parts or "__pycache__" in file.parts:
+                continue  # scripts in bin/, compiled bytecode
+            target = lib / file
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(str(dist.locate_file(file))), target)
+    return lib
+
+
+def _readable_by_all(folder: Path) -> None:
+    """Whatever the umask: every folder under ``folder`` open to all, every file readable."""
+    for path in [folder, *folder.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(0o755 if path.is_dir() else mode | 0o444)
+
+
 def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
     host_listener: socket.socket,
 ) -> None:
@@ -602,14 +654,21 @@ def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
     setpriv, python = shutil.which("setpriv"), _system_python()
     if setpriv is None or python is None:
         pytest.skip("needs setpriv and a system-wide python of this version to drop to nobody")
-    root = Path(__file__).resolve().parent.parent
-    site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(str(root)))
+    # nobody runs from a world-readable copy: the checkout (and the virtual environment
+    # in it) may sit in a folder only its owner can enter, as a clone in /root or in a
+    # mkdtemp folder does.
     folder = Path(tempfile.mkdtemp(prefix="replay-actor-nobody-"))
     try:
-        folder.chmod(0o755)
+        lib = _readable_copy(folder)
         fixture = write_fixture(folder / "fixture.jsonl", {neutral_hash(HI): {"content": "hello"}})
         manifest = replay_manifest(folder, fixture, inspection=False)
-        env = {"PATH": os.environ["PATH"], "HOME": str(folder), "PYTHONPATH": f"{root}:{site}"}
+        _readable_by_all(folder)
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(folder),
+            "PYTHONPATH": str(lib),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
         nobody = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
         run = [python, "-m", "replay_actor", "run", str(manifest), "--"]
         done = subprocess.run(

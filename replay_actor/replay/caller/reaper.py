@@ -6,8 +6,8 @@ Actors are the zygote's children and the kernel reaps them (the zygote ignores
 SIGCHLD); the zygote is ours. An orchestrator that lives on must not accumulate
 zombies, and a zygote may exit while nobody is calling (its actors gone, or killed):
 one daemon thread, started on the first acquisition (never at import), sleeps in
-``select`` on the child's pidfd and reaps it the moment it exits. Where pidfds are
-unavailable it polls once a second.
+``epoll`` (``selectors.DefaultSelector``) on the child's pidfd and reaps it the moment it
+exits. Where pidfds are unavailable it polls once a second.
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import select
 import socket
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from typing import Final
 from ..._errors import ActorLost, ControlMessageError
 from ..core import control as messages
 from ..core.protocol import ActorConfig
+from ..io.waits import readable
 from ..io.wire import set_timeouts
 from .reaper import reaper
 
@@ -173,10 +173,9 @@ class Zygote:
         """As the reader: wait (until ``deadline`` at most) for one reply and file it."""
         message: bytes | None = None
         try:
-            # select, then a non-blocking read: the socket's own timeouts are set by
+            # poll, then a non-blocking read: the socket's own timeouts are set by
             # whichever thread sent last, so they cannot bound this wait.
-            readable, _, _ = select.select([control], [], [], max(0.0, deadline - time.monotonic()))
-            if readable:
+            if readable(control.fileno(), deadline - time.monotonic()):
                 try:
                     message = control.recv(messages.MAX_REPLY + 1, socket.MSG_DONTWAIT)
                 except BlockingIOError:

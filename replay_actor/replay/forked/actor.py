@@ -15,11 +15,13 @@ Runs in: the actor (forked by the zygote, ``zygote.py``).
                                                watches: owner pidfd (psutil identity
                                                confirmed), every connection's EOF
 
-The loop is single-threaded and event-driven: ``selectors`` waits on the connections,
-the listener and the owner's pidfd together, so an idle actor sleeps in the kernel and
-the owner's death is an event, not a poll. Every connection is non-blocking with its
-own input and output buffers (``_Peer``), so a peer that sends half a frame or never
-reads its replies holds up no other caller; a peer with 1 MiB of replies unread gets
+The loop is single-threaded and event-driven: ``epoll`` waits on the connections,
+the listener and the owner's pidfd together (``select.epoll`` itself, not ``selectors``;
+``poll`` where there is no epoll; never ``select``, which refuses a descriptor past
+1,023), so an idle actor sleeps in the kernel and the owner's death is an event, not a
+poll. Every connection is non-blocking with its own input and output buffers
+(``_Peer``), so a peer that sends half a frame or never reads its replies holds up no
+other caller; a peer with 1 MiB of replies unread gets
 no further answers until it reads (flow control); the caps (``protocol.MAX_REQUEST``,
 ``protocol.MAX_UNREAD``) and the hash's form are enforced per peer, and a peer that
 breaks them is dropped alone. It exits when the acquisition is released,
@@ -51,6 +53,7 @@ from ..core import protocol
 from ..core.protocol import ActorConfig
 from ..io.inspection import InspectionRecord, open_inspection_record
 from ..io.procs import identity, open_pidfd
+from ..io.waits import readable, ready
 from ..io.wire import Channel, set_timeouts
 
 __all__ = ["Actor", "serve", "serve_forked", "set_process_name", "trim_heap"]
@@ -226,8 +229,7 @@ class _AbandonWatch:
         signal.setitimer(signal.ITIMER_REAL, self._EVERY, self._EVERY)
 
     def _check(self, signum: int, frame: object) -> None:
-        readable, _, _ = select.select([self._fd], [], [], 0)
-        if readable:
+        if readable(self._fd):
             os._exit(0)  # nobody waits for this actor any more
 
     def stop(self) -> None:
@@ -583,9 +585,8 @@ class _Loop:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
-            _, writable, _ = select.select([], [p.fd for p in waiting], [], remaining)
-            ready = set(writable)
-            waiting = [p for p in waiting if p.fd not in ready or (p.flush() and p.outbox)]
+            writable = set(ready([p.fd for p in waiting], remaining, write=True))
+            waiting = [p for p in waiting if p.fd not in writable or (p.flush() and p.outbox)]
 
     def close(self) -> None:
         for peer in self.peers.values():

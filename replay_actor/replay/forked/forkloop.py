@@ -7,7 +7,7 @@ instead, which fixture an actor is forked with).
 
 ::
 
-    select(channel + the forker's own) --> forker.other(readable)   timers, holders, actors
+    poll(channel + the forker's own)   --> forker.other(readable)   timers, holders, actors
     channel: recv TOKEN SP config + fd --> hung up?        reply TOKEN SP -
                                            forker.route?   (another process replies)
                                            fork            reply TOKEN SP pid
@@ -20,7 +20,6 @@ acquirer or zygote writes to the channel, so it is a bug, never input to answer.
 from __future__ import annotations
 
 import os
-import select
 import socket
 from typing import Any, NoReturn, Protocol
 
@@ -29,6 +28,7 @@ from ...fixture import FixtureSet
 from ..core import control
 from ..core.control import Request
 from ..core.protocol import ActorConfig
+from ..io.waits import readable, ready
 from .actor import serve_forked
 
 __all__ = ["Forker", "hung_up", "serve"]
@@ -70,8 +70,7 @@ class Forker(Protocol):
 def hung_up(fd: int) -> bool:
     """True if the acquirer already closed its end (it sends nothing before READY, so
     readable means EOF): its acquire timed out, and an actor would serve nobody."""
-    readable, _, _ = select.select([fd], [], [], 0)
-    return bool(readable)
+    return readable(fd)
 
 
 def serve(forker: Forker) -> NoReturn:
@@ -79,9 +78,9 @@ def serve(forker: Forker) -> NoReturn:
     try:
         channel = forker.channel
         while True:
-            readable, _, _ = select.select([channel, *forker.watched()], [], [], forker.timeout())
-            forker.other(readable)
-            if channel not in readable:
+            found = ready([channel, *forker.watched()], forker.timeout())
+            forker.other(found)
+            if channel not in found:
                 continue
             try:
                 message, fds, _, _ = socket.recv_fds(channel, control.MAX_MESSAGE, 1)

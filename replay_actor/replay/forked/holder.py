@@ -235,7 +235,7 @@ class HolderRef:
         self.pending: set[bytes] = set()
 
     def fileno(self) -> int:
-        """For ``select``."""
+        """For ``poll`` (the fork-and-reap loop waits on it)."""
         return self.fd
 
 

@@ -86,7 +86,7 @@ CACHE_IDLE: Final = 30.0
 HOLD_SECONDS: Final = 30.0
 HOLD_SECONDS_ENV: Final = "REPLAY_ACTOR_HOLD_SECONDS"
 #: The longest a holder stays unused, in seconds (about 11.6 days): a larger value, which
-#: would overflow ``select``'s timeout, is clamped to it.
+#: would overflow ``poll``'s timeout, is clamped to it.
 MAX_HOLD_SECONDS: Final = 1e6
 _PR_SET_CHILD_SUBREAPER: Final = 36
 #: Tests only: the path of a file holding a number of seconds. The zygote reads and
@@ -234,7 +234,7 @@ def hold_seconds(value: str | None) -> float:
     """How long an unused large fixture's holder stays, from ``HOLD_SECONDS_ENV``'s value
     (docs/architecture.md, "Large fixtures"): a number of seconds from 0 to
     ``MAX_HOLD_SECONDS``; a larger one (``inf`` included) is clamped to it, so that no
-    wait is too long for ``select``; unset, empty, not a number, NaN or negative: the
+    wait is too long for ``poll``; unset, empty, not a number, NaN or negative: the
     default, ``HOLD_SECONDS``."""
     try:
         seconds = float(value or "")

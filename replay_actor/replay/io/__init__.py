@@ -9,6 +9,7 @@ It may import ``core/``, never ``caller/`` or ``forked/``.
     cores.py        caller   keeps the actor on its one calling thread's core
     libc.py         caller   a C library function bound through ctypes on first use
     procs.py        both     a process held by pidfd, or psutil where there is none
+    waits.py        both     waiting for descriptors with poll: any descriptor number
     inspection.py   both     the owner-only inspection record (the actor writes it; the
                              caller, the CLI and the explainer read it)
 

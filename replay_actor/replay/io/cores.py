@@ -62,31 +62,35 @@ class CoreFollower:
         return self._on
 
     def follow(self) -> None:
-        """Pin the actor to this thread's core, if it is not there already."""
+        """Pin the actor to this thread's core, if it is not there already. Never
+        raises: a call must not fail because of where its actor runs."""
         if not self._on or self._read is None:
             return
-        core = self._read()
-        if core == self._core:
-            return
-        with self._lock:
-            if not self._on:
-                return  # let go meanwhile
-            if not self._alive():
-                self._on = False  # nothing to move, and nothing to give back
+        try:  # (free on the way through: this is on every call's path)
+            core = self._read()
+            if core == self._core:
                 return
-            try:
-                if self._own is None:
-                    self._own = os.sched_getaffinity(self._pid)
-                if core < 0 or core not in self._own:
-                    raise OSError("the caller's core is not one the actor may run on")
-                os.sched_setaffinity(self._pid, {core})
-            except OSError:
+            with self._lock:
+                if self._on:  # (else let go meanwhile)
+                    self._pin(core)
+        except Exception:  # whatever failed (an error, a closed pidfd), following ends
+            with self._lock:
                 self._stop()
-                return
-            self._core = core
+
+    def _pin(self, core: int) -> None:
+        # Under the lock.
+        if not self._alive():
+            self._on = False  # nothing to move, and nothing to give back
+            return
+        if self._own is None:
+            self._own = os.sched_getaffinity(self._pid)
+        if core < 0 or core not in self._own:
+            raise OSError("the caller's core is not one the actor may run on")
+        os.sched_setaffinity(self._pid, {core})
+        self._core = core
 
     def let_go(self) -> None:
-        """Give the actor its own affinity back and follow no more."""
+        """Give the actor its own affinity back and follow no more. Never raises."""
         if not self._on:
             return
         with self._lock:
@@ -95,9 +99,9 @@ class CoreFollower:
     def _stop(self) -> None:
         # Under the lock.
         self._on = False
-        if self._core >= 0 and self._own is not None and self._alive():
-            try:
+        try:
+            if self._core >= 0 and self._own is not None and self._alive():
                 os.sched_setaffinity(self._pid, self._own)
-            except OSError:
-                pass  # the actor is gone: nothing left to give back
+        except Exception:
+            pass  # the actor is gone, or cannot be looked at: nothing left to give back
         self._core = -1

@@ -13,10 +13,11 @@ counts as dead (psutil's ``is_running()`` is true for one).
 from __future__ import annotations
 
 import os
-import select
 import signal
 
 import psutil
+
+from .waits import readable
 
 __all__ = ["ProcessHandle", "identity", "open_pidfd"]
 
@@ -64,7 +65,7 @@ class ProcessHandle:
 
     def alive(self) -> bool:
         if self._fd is not None:
-            return not select.select([self._fd], [], [], 0)[0]
+            return not readable(self._fd)
         try:
             return psutil.Process(self.pid).status() != psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
@@ -73,7 +74,7 @@ class ProcessHandle:
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the process to exit; True if it did."""
         if self._fd is not None:
-            return bool(select.select([self._fd], [], [], timeout)[0])
+            return readable(self._fd, timeout)
         try:
             psutil.Process(self.pid).wait(timeout)
         except psutil.NoSuchProcess:

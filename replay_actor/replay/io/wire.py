@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import select
 import socket
 import struct
 from typing import Final
@@ -26,6 +25,7 @@ from typing import Final
 from ..._errors import InvalidArgument
 from ..core.protocol import frame, payload_size, split_frames
 from .held import send_now
+from .waits import readable
 
 __all__ = ["MAX_TIMEOUT", "MIN_TIMEOUT", "Channel", "bounded_timeout", "frame", "set_timeouts"]
 
@@ -37,7 +37,7 @@ _MAX_MESSAGE: Final = 2**32 - 1
 #: anything shorter than a microsecond is rounded up to one, never down to zero.
 MIN_TIMEOUT: Final = 1e-6
 #: The longest: every timeout is capped here (about 11.6 days) so that it fits every
-#: kernel interface it reaches (``timeval``, ``poll`` milliseconds, ``select``).
+#: kernel interface it reaches (``timeval``, ``poll`` milliseconds).
 MAX_TIMEOUT: Final = 1_000_000.0
 
 
@@ -156,8 +156,7 @@ class Channel:
         """True if ``recv`` would find data (or EOF) without waiting longer than this."""
         if self._buffer:
             return True
-        readable, _, _ = select.select([self._fd], [], [], timeout)
-        return bool(readable)
+        return readable(self._fd, timeout)
 
     def detach(self) -> int:
         """Give up ownership of the descriptor (unread buffered data is dropped)."""
