@@ -61,7 +61,7 @@ bench: $(BSTAMP) ## run benchmarks/, print the table, rewrite docs/benchmarks.md
 	$(PY) -m benchmarks
 
 soak: $(STAMP) ## random-kill soak: 1,000 cycles of killed owners, actors, zygotes, copies (minutes; not in make test)
-	$(PY) -m tests.soak --cycles 1000
+	$(PY) -m tests.support.soak --cycles 1000
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

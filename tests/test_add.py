@@ -14,10 +14,10 @@ from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture
 from replay_actor.authoring.add import Added, add_response
 from replay_actor.files.durable import take_lock
 from replay_actor.fixture._format import entry_line
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.timeout(90)
 
-ROOT = Path(__file__).resolve().parent.parent
 A = "sha256:" + "a" * 64
 B = "sha256:" + "b" * 64
 

@@ -277,7 +277,7 @@ def test_fork_child_uses_a_connection_of_its_own(fixture_path: Path) -> None:
 
 
 def test_many_tasks_after_the_actor_died_all_get_actor_lost(fixture_path: Path) -> None:
-    from tests.procs import wait_gone
+    from tests.support.procs import wait_gone
 
     provider = acquire(fixture_path, timeout=30)
     try:
@@ -356,7 +356,7 @@ def test_a_frame_announcing_more_than_it_holds_gets_room_only_as_bytes_come(
     import socket as socket_module
 
     from replay_actor.replay.caller import aio
-    from tests.test_handle_faults import FakeActor
+    from tests.support.fake_actor import FakeActor
 
     monkeypatch.setattr(aio, "_KEEP", 1_000_000)
 

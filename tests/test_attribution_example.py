@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.frontdoor_util import CLI
+from tests.support.frontdoor_util import CLI
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "attribution"
+EXAMPLE = ROOT / "examples" / "attribution"
 PATH = "messages[5].content"
 
 

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 PAGE = ROOT / "docs" / "authoring.md"
 _BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
 

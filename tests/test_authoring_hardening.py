@@ -22,10 +22,10 @@ from replay_actor import ReplayMiss, acquire, entry_line, load_fixture, request_
 from replay_actor._request import canonical_request
 from replay_actor.cli import main
 from replay_actor.files.sidecar import SidecarWriter, sidecar_line, sidecar_path
+from tests.support.paths import ROOT as REPO
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
 
-REPO = Path(__file__).resolve().parent.parent
 REQUEST: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
 HASH = request_hash(REQUEST)
 

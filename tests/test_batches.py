@@ -20,9 +20,9 @@ import pytest
 from replay_actor import anthropic_client, async_openai_client, openai_client, request_hash
 from replay_actor.fixture import entry_line
 from replay_actor.integrations.batches.store import Store
-from tests.anthropic_server import AnthropicServer
-from tests.chat_server import ChatServer
-from tests.frontdoor_util import record_manifest, replay_manifest, run_cli, serving, summary
+from tests.support.anthropic_server import AnthropicServer
+from tests.support.chat_server import ChatServer
+from tests.support.frontdoor_util import record_manifest, replay_manifest, run_cli, serving, summary
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]
 

@@ -24,8 +24,8 @@ import replay_actor
 from replay_actor import entry_line, load_fixture
 from replay_actor._request import canonical_request, request_hash
 from replay_actor.cli import main
+from tests.support.paths import ROOT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 PACKAGE_PARENT = str(Path(replay_actor.__file__).resolve().parent.parent)
 

@@ -13,7 +13,7 @@ import pytest
 from replay_actor import open_provider, request_hash
 from replay_actor._errors import ReplayError
 from replay_actor.cli import main
-from tests.frontdoor_util import write_fixture
+from tests.support.frontdoor_util import write_fixture
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 

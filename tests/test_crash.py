@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from replay_actor import ActorLost, ReplayProvider, Supervisor, acquire, entry_line, request_hash
-from tests.procs import wait_gone
+from tests.support.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(90)]
 

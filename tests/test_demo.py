@@ -8,14 +8,13 @@ import re
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import psutil
 import pytest
 
 from replay_actor import load_fixture, request_hash
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "examples" / "demo.py"
 FIXTURE = ROOT / "examples" / "demo" / "fixture.jsonl"
 REQUESTS = ROOT / "examples" / "demo" / "requests.json"

@@ -5,7 +5,7 @@
 
 Each tiny app embeds a query and two documents. It is recorded under ``run`` with a
 record manifest whose live adapter points at the loopback fake vendor
-(tests/endpoints_server.py), the child sealed all the same, then replayed twice under
+(tests/support/endpoints_server.py), the child sealed all the same, then replayed twice under
 ``run`` with the default seal: float32-identical vectors, the fake vendor asked nothing
 more. Telemetry is switched off by environment, so nothing but loopback is tried."""
 
@@ -20,8 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.endpoints_server import EndpointsServer, endpoints_server, vector
-from tests.frontdoor_util import quiet_env, record_manifest, replay_manifest, run_cli, summary
+from tests.support.endpoints_server import EndpointsServer, endpoints_server, vector
+from tests.support.frontdoor_util import (
+    quiet_env,
+    record_manifest,
+    replay_manifest,
+    run_cli,
+    summary,
+)
 
 __all__ = ["endpoints_server"]
 

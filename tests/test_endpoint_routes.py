@@ -23,7 +23,7 @@ from google import genai
 from replay_actor.integrations._routes import canonical_path, looks_like
 from replay_actor.integrations.serving import Exchange
 from replay_actor.vendors import make_vendor, vendor_names
-from tests.frontdoor_util import (
+from tests.support.frontdoor_util import (
     neutral_hash,
     replay_manifest,
     run_cli,
@@ -31,12 +31,12 @@ from tests.frontdoor_util import (
     summary,
     write_fixture,
 )
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]
 
 HI = [{"role": "user", "content": "hi"}]
 NODE = shutil.which("node")
-ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
 ANTHROPIC_APP = ROOT / "tests" / "node" / "ai_sdk_anthropic_app.cjs"
 

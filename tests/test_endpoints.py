@@ -1,5 +1,5 @@
 """The endpoints beyond chat through the real SDKs: embeddings, token counting and legacy
-completions, recorded through a loopback fake vendor (tests/endpoints_server.py), then
+completions, recorded through a loopback fake vendor (tests/support/endpoints_server.py), then
 replayed twice with identical output in-process and through the front door.
 """
 
@@ -26,8 +26,8 @@ from replay_actor import (
     request_hash,
 )
 from replay_actor.vendors import make_vendor
-from tests.endpoints_server import EndpointsServer, endpoints_server, vector
-from tests.frontdoor_util import record_manifest, replay_manifest, serving
+from tests.support.endpoints_server import EndpointsServer, endpoints_server, vector
+from tests.support.frontdoor_util import record_manifest, replay_manifest, serving
 
 __all__ = ["endpoints_server"]
 
@@ -235,7 +235,7 @@ def test_a_live_adapter_refuses_a_kind_it_cannot_ask_before_sending(
     tmp_path: Path, endpoints_server: EndpointsServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from replay_actor import RequestError, open_provider
-    from tests.frontdoor_util import live_manifest
+    from tests.support.frontdoor_util import live_manifest
 
     monkeypatch.setenv(KEY_ENV, "sk-ant-test")
     manifest = live_manifest(
@@ -285,7 +285,7 @@ print(json.dumps({
 
 
 def test_an_unchanged_app_replays_every_endpoint_under_run(tmp_path: Path) -> None:
-    from tests.frontdoor_util import run_cli
+    from tests.support.frontdoor_util import run_cli
 
     texts = ["the cat sat", "on the mat"]
     vectors = [vector(t) for t in texts]
@@ -401,7 +401,7 @@ print(json.dumps([item["embedding"] for item in answer.data]))
 
 def test_litellm_embedding_replays_under_run(tmp_path: Path) -> None:
     """LiteLLM's embedding(), as a RAG evaluation calls it, unchanged under run."""
-    from tests.frontdoor_util import quiet_env, run_cli
+    from tests.support.frontdoor_util import quiet_env, run_cli
 
     pytest.importorskip("litellm")
     texts = ["the cat sat", "on the mat"]

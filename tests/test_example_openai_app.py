@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from replay_actor import open_provider
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "examples" / "openai_app"
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]

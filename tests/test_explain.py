@@ -20,6 +20,7 @@ from replay_actor.authoring.explain import explain_miss
 from replay_actor.authoring.nearest import ABSENT, find_nearest
 from replay_actor.authoring.present import explain_json, explain_text
 from replay_actor.files.sidecar import SidecarWriter, sidecar_line, sidecar_path
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -401,7 +402,7 @@ def test_concurrent_writers_append_whole_lines_each_hash_once(
     fixture: Path, tmp_path: Path, no_leaks: None
 ) -> None:
     go = tmp_path / "go"
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _APPENDER, str(fixture), str(n), str(go)],

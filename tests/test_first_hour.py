@@ -19,7 +19,7 @@ import pytest
 
 from replay_actor import load_fixture, request_hash
 from replay_actor.files.sidecar import find_request, sidecar_path
-from tests.frontdoor_util import quiet_env, replay_manifest, write_fixture
+from tests.support.frontdoor_util import quiet_env, replay_manifest, write_fixture
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 

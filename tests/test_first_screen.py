@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 FIRST_SCREEN = re.compile(r"<!-- first-screen[^>]*-->\n```shell\n(.*?)^```", re.S | re.M)
 #: The one substitution the test makes (see the module docstring).

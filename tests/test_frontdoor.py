@@ -25,8 +25,8 @@ import pytest
 from replay_actor import openai_client
 from replay_actor.frontdoor import MAX_BODY_BYTES
 from replay_actor.frontdoor.environment import child_environment
-from tests.chat_server import ChatServer
-from tests.frontdoor_util import (
+from tests.support.chat_server import ChatServer
+from tests.support.frontdoor_util import (
     CLI,
     live_manifest,
     misses,
@@ -36,7 +36,7 @@ from tests.frontdoor_util import (
     serving,
     write_fixture,
 )
-from tests.procs import wait_gone
+from tests.support.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
 

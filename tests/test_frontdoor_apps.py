@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.frontdoor_util import misses, quiet_env, replay_manifest, run_cli, write_fixture
+from tests.support.frontdoor_util import misses, quiet_env, replay_manifest, run_cli, write_fixture
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(240)]
 

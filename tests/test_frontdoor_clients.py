@@ -5,9 +5,9 @@
 (``GEMINI_API_BASE``, ``/v1beta/models/{model}:generateContent``).
 
 Each is recorded through a fake vendor on loopback (a record manifest whose live
-adapter points at tests/chat_server.py or tests/gemini_server.py; the child sealed on
-request), then replayed under the default seal: the same answer, the fake vendor asked
-nothing more, and the summary says so."""
+adapter points at tests/support/chat_server.py or tests/support/gemini_server.py; the
+child sealed on request), then replayed under the default seal: the same answer, the
+fake vendor asked nothing more, and the summary says so."""
 
 from __future__ import annotations
 
@@ -17,9 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.chat_server import ChatServer
-from tests.frontdoor_util import quiet_env, record_manifest, replay_manifest, run_cli, summary
-from tests.gemini_server import GeminiServer
+from tests.support.chat_server import ChatServer
+from tests.support.frontdoor_util import (
+    quiet_env,
+    record_manifest,
+    replay_manifest,
+    run_cli,
+    summary,
+)
+from tests.support.gemini_server import GeminiServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(240)]
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from tests.chat_server import ChatServer
-from tests.endpoints_server import EndpointsServer, endpoints_server, vector
-from tests.frontdoor_util import (
+from tests.support.chat_server import ChatServer
+from tests.support.endpoints_server import EndpointsServer, endpoints_server, vector
+from tests.support.frontdoor_util import (
     misses,
     neutral_hash,
     record_manifest,
@@ -30,11 +30,11 @@ from tests.frontdoor_util import (
     summary,
     write_fixture,
 )
+from tests.support.paths import ROOT
 
 __all__ = ["endpoints_server"]
 
 NODE = shutil.which("node")
-ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
 APP = ROOT / "tests" / "node" / "frontdoor_app.cjs"
 AI_APP = ROOT / "tests" / "node" / "ai_sdk_app.cjs"

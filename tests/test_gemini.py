@@ -32,8 +32,7 @@ from replay_actor.integrations.transport import AsyncProviderTransport, Provider
 from replay_actor.vendors import gemini as vendor_gemini
 from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors._common import response_id
-from tests.procs import actor_pids, wait_gone
-from tests.test_sdk import (
+from tests.support.conversation import (
     CALL_RESPONSE,
     FINAL_RESPONSE,
     GREETING,
@@ -45,6 +44,7 @@ from tests.test_sdk import (
     openai_hash,
     write_fixture,
 )
+from tests.support.procs import actor_pids, wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -825,7 +825,7 @@ def test_the_gemini_replay_path_creates_only_unix_sockets(
     import subprocess
     import sys
 
-    from tests.test_no_network import SITECUSTOMIZE
+    from tests.support.socket_audit import SITECUSTOMIZE
 
     site = tmp_path / "site"
     site.mkdir()

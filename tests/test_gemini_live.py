@@ -1,5 +1,5 @@
 """Live and record through ``google-genai``, against a real 127.0.0.1 server speaking
-Gemini's wire (tests/gemini_server.py): the ``gemini`` adapter sends the neutral request
+Gemini's wire (tests/support/gemini_server.py): the ``gemini`` adapter sends the neutral request
 as a ``generateContent`` body and reads the answer back; the same SDK call runs in live,
 record and replay; a recording made through Gemini replays through the OpenAI SDK. A
 planted API key never reaches a fixture or an exception.
@@ -19,7 +19,7 @@ from google.genai import errors, types
 from replay_actor import LiveProviderError, ManifestError, gemini_client, open_provider
 from replay_actor import openai_client as make_openai_client
 from replay_actor.adapters.builtin import GeminiAdapter
-from tests.gemini_server import SIGNATURE, THOUGHT, GeminiServer
+from tests.support.gemini_server import SIGNATURE, THOUGHT, GeminiServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

@@ -15,7 +15,6 @@ import sys
 import textwrap
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,6 @@ from replay_actor import (
     ProviderClosed,
     ReplayError,
     ReplayMiss,
-    ReplayProvider,
     SequenceExhausted,
     Supervisor,
     acquire,
@@ -38,11 +36,12 @@ from replay_actor import (
 from replay_actor.replay.caller.acquisition import check_timeout
 from replay_actor.replay.caller.handle import _rebuild
 from replay_actor.replay.io.wire import set_timeouts
-from tests.procs import wait_gone
+from tests.support.fake_actor import FakeActor
+from tests.support.frame_locals import captured
+from tests.support.paths import ROOT
+from tests.support.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(90)]
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def req(text: str) -> dict[str, Any]:
@@ -62,59 +61,6 @@ def fixture_path(tmp_path: Path) -> Path:
 
 
 # -- 1: a reply that is not the answer to the request breaks the handle for good ----------
-
-
-class FakeActor:
-    """A listener that answers every request with ``reply`` (a wrong one), counting."""
-
-    def __init__(self, reply: bytes) -> None:
-        self.address = b"\0replay-actor-test-" + os.urandom(8).hex().encode()
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(self.address)
-        self.listener.listen(8)
-        self.reply = reply
-        self.requests = 0
-        self.peers: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self.peers.append(conn)
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        while True:
-            try:
-                header = conn.recv(4, socket.MSG_WAITALL)
-                if len(header) < 4:
-                    return
-                body = conn.recv(int.from_bytes(header, "big"), socket.MSG_WAITALL)
-            except OSError:
-                return
-            self.requests += 1
-            frames = [self.reply, b"R" + b'{"stale": true}']
-            if body[:1] == b"Q":
-                frames = [b"K"]
-            try:
-                # Two frames for one request: the second would answer the *next* one.
-                for frame in frames:
-                    conn.sendall(len(frame).to_bytes(4, "big") + frame)
-            except OSError:
-                return  # the test closed us
-
-    def handle(self) -> ReplayProvider:
-        return _rebuild(self.address, 1, os.getpid(), False, 5.0)
-
-    def close(self) -> None:
-        self.listener.shutdown(socket.SHUT_RDWR)
-        self.listener.close()
-        for peer in self.peers:
-            peer.close()
 
 
 @pytest.fixture
@@ -383,16 +329,6 @@ def test_a_tiny_timeout_to_a_stopped_actor_fails_promptly(fixture_path: Path) ->
 # -- 12: no request hash in the locals of any frame an error is raised through ----------
 
 
-def _captured(fn: Callable[[], Any]) -> str:
-    """Everything a locals-printing reporter would show of ``fn``'s error."""
-    try:
-        fn()
-    except ReplayError as exc:
-        report = traceback.TracebackException.from_exception(exc, capture_locals=True)
-        return "".join(report.format())
-    raise AssertionError("no error was raised")
-
-
 def _raise_element(results: list[Any], k: int) -> Callable[[], Any]:
     def fn() -> Any:
         element = results[k]
@@ -408,21 +344,21 @@ def test_private_errors_carry_no_hash_in_frame_locals(fixture_path: Path) -> Non
     with acquire(fixture_path, private=True, timeout=5) as provider:
         provider.complete(req("once"))
         reports = [
-            _captured(lambda: provider.complete(secret_miss)),
-            _captured(lambda: provider.complete(req("once"))),
-            _captured(lambda: asyncio.run(provider.acomplete(secret_miss))),
-            _captured(lambda: asyncio.run(provider.acomplete(req("once")))),
+            captured(lambda: provider.complete(secret_miss)),
+            captured(lambda: provider.complete(req("once"))),
+            captured(lambda: asyncio.run(provider.acomplete(secret_miss))),
+            captured(lambda: asyncio.run(provider.acomplete(req("once")))),
         ]
         batch = provider.complete_many([secret_miss, req("once")])
         assert isinstance(batch[0], ReplayMiss) and isinstance(batch[1], SequenceExhausted)
-        reports += [_captured(_raise_element(batch, 0)), _captured(_raise_element(batch, 1))]
+        reports += [captured(_raise_element(batch, 0)), captured(_raise_element(batch, 1))]
         # A lost actor too: the frames in flight held the request frame.
         os.kill(provider.actor_pid, signal.SIGSTOP)
-        reports.append(_captured(lambda: provider.complete(secret_miss)))
+        reports.append(captured(lambda: provider.complete(secret_miss)))
         os.kill(provider.actor_pid, signal.SIGKILL)
-        reports.append(_captured(lambda: asyncio.run(provider.acomplete(secret_miss))))
+        reports.append(captured(lambda: asyncio.run(provider.acomplete(secret_miss))))
         lost = provider.complete_many([secret_miss])
-        reports.append(_captured(_raise_element(lost, 0)))
+        reports.append(captured(_raise_element(lost, 0)))
     hashes = [request_hash(secret_miss), request_hash(req("once"))]
     for report in reports:
         assert "sha256:" not in report
@@ -434,7 +370,7 @@ def test_private_errors_carry_no_hash_in_frame_locals(fixture_path: Path) -> Non
 
 def test_normal_mode_errors_still_carry_the_hash(fixture_path: Path) -> None:
     with acquire(fixture_path, timeout=5) as provider:
-        report = _captured(lambda: provider.complete(req("missing")))
+        report = captured(lambda: provider.complete(req("missing")))
     assert request_hash(req("missing")) in report
 
 

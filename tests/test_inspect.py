@@ -47,9 +47,9 @@ from replay_actor import ManifestError, ReplayProvider, load_fixture, request_ha
 from replay_actor._response import Unexpressible
 from replay_actor.fixture import entry_line
 from replay_actor.integrations.inspect_ai import ReplayModelAPI, to_output, to_request
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MISS = "no replay fixture matches this request"
 QUESTIONS = [f"Question {i}: name a colour." for i in range(4)]
 EPOCHS = 3

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from replay_actor import LiveProviderError, open_provider
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

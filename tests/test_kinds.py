@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,7 @@ from replay_actor import (
     request_hash,
 )
 from replay_actor._request import canonical_request, normalise_request
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
 
 #: Computed on main before kinds existed: a chat request's hash must never move.
 PINNED = {

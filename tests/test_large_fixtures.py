@@ -42,7 +42,7 @@ from replay_actor.replay.forked.zygote import (
     MAX_HOLD_SECONDS,
     hold_seconds,
 )
-from tests.procs import wait_gone
+from tests.support.procs import wait_gone
 
 pytestmark = [pytest.mark.timeout(120)]
 

@@ -22,7 +22,7 @@ from replay_actor.adapters.base import ADAPTER_GROUP, Adapter, load_adapter_fact
 from replay_actor.adapters.builtin import OpenAIAdapter
 from replay_actor.adapters.live import LiveProvider
 from replay_actor.manifest import open_provider
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
 
 SECRET_KEY = "sk-test-SECRET-5f2c9a71e0d4"
 SECRET_PROMPT = "my confidential prompt about project NIGHTJAR"

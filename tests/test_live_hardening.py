@@ -29,7 +29,7 @@ from replay_actor.adapters._secrets import (
     piece_length,
     redact_key_pieces,
 )
-from tests.chat_server import JSONHandler, LoopbackServer
+from tests.support.chat_server import JSONHandler, LoopbackServer
 
 pytestmark = pytest.mark.timeout(60)
 

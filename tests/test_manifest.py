@@ -17,6 +17,7 @@ import pytest
 import replay_actor
 from replay_actor import ManifestError, ReplayMiss, entry_line, open_provider, request_hash
 from replay_actor.adapters.live import LiveProvider
+from tests.support.paths import ROOT
 
 SECRET_KEY = "sk-live-DO-NOT-PRINT-91b7"
 
@@ -322,7 +323,7 @@ def test_open_provider_is_exported() -> None:
     assert "open_provider" in replay_actor.__all__
 
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "manifests"
+EXAMPLES = ROOT / "examples" / "manifests"
 
 
 def test_example_manifests_open(

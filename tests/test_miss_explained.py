@@ -29,7 +29,7 @@ from replay_actor._request import canonical_request
 from replay_actor.authoring.coverage import coverage
 from replay_actor.files.sidecar import SidecarWriter, sidecar_path
 from replay_actor.manifest import open_provider
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

@@ -18,27 +18,10 @@ from pathlib import Path
 import pytest
 
 from replay_actor import entry_line, request_hash
+from tests.support.socket_audit import SITECUSTOMIZE
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
-SITECUSTOMIZE = textwrap.dedent(
-    """
-    import os, sys
-    _log = os.environ["AUDIT_LOG"]
-
-    def _hook(event, args):
-        if event == "socket.__new__":
-            family = int(args[1])
-        elif event == "socket.connect":
-            family = int(args[0].family)
-        else:
-            return
-        with open(_log, "a") as f:
-            f.write(f"{os.getpid()} {event} {family}\\n")
-
-    sys.addaudithook(_hook)
-    """
-)
 
 WORKFLOW = textwrap.dedent(
     """

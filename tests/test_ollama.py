@@ -1,6 +1,6 @@
 """Ollama's native API through the real ``ollama`` client (docs/ollama.md): chat,
 generate (NDJSON streams, its default, and ``stream: false``) and embed, recorded through
-a loopback fake Ollama (tests/endpoints_server.py) with the ``ollama`` adapter, replayed
+a loopback fake Ollama (tests/support/endpoints_server.py) with the ``ollama`` adapter, replayed
 twice in-process and under ``replay-actor run`` with no code changed.
 """
 
@@ -15,8 +15,8 @@ import pytest
 
 from replay_actor import async_ollama_client, ollama_client, open_provider
 from replay_actor.integrations.httpx_transport import HttpxProviderTransport
-from tests.endpoints_server import EndpointsServer, endpoints_server, vector
-from tests.frontdoor_util import record_manifest, replay_manifest, run_cli
+from tests.support.endpoints_server import EndpointsServer, endpoints_server, vector
+from tests.support.frontdoor_util import record_manifest, replay_manifest, run_cli
 
 ollama = pytest.importorskip("ollama")
 

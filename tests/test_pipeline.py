@@ -24,6 +24,7 @@ from replay_actor import (
     entry_line,
     request_hash,
 )
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(90)]
 
@@ -190,7 +191,7 @@ def test_the_concurrency_page_runs_as_written() -> None:
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     page = (root / "docs" / "concurrency.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
     assert blocks

@@ -37,7 +37,7 @@ from replay_actor import (
     entry_line,
     request_hash,
 )
-from tests.procs import is_gone, wait_gone
+from tests.support.procs import is_gone, wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

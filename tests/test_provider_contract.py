@@ -5,7 +5,7 @@ for one (the pytest plugin's counting provider):
 
 - ``replay``: the local cursor actor; ``ray``: the cursor actor on a local Ray cluster of
   this module's own (marked ``ray``); ``live`` and ``record``: against the loopback chat
-  server (tests/chat_server.py); ``wrapped``: the pytest plugin's wrapper over a replay
+  server (tests/support/chat_server.py); ``wrapped``: the pytest plugin's wrapper over a replay
   handle.
 
 Each provider answers what it can: a live provider has no fixture, so no miss and no
@@ -38,7 +38,7 @@ from replay_actor import (
 )
 from replay_actor._request import canonical_request
 from replay_actor.files.sidecar import SidecarWriter
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
 
 # ``no_leaks`` is asked for by every case but Ray's (see ``opened``): Ray keeps its
 # workers between tasks by design, and its cluster checks its own processes instead.
@@ -156,7 +156,7 @@ KINDS = [
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
     """This module's own local Ray cluster (one node), started when a ``ray`` case runs."""
-    from tests.raycluster import local_cluster
+    from tests.support.raycluster import local_cluster
 
     with local_cluster(head_cpus=2):
         yield

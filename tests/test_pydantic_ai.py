@@ -28,6 +28,7 @@ from replay_actor import ProviderClosed, ReplayMiss, request_hash
 from replay_actor._response import Unexpressible
 from replay_actor.fixture import entry_line
 from replay_actor.pydantic_ai import ReplayModel
+from tests.support.paths import ROOT
 
 SYSTEM = {"role": "system", "content": "Answer with the tool's words."}
 ASK = {"role": "user", "content": "Weather in Paris?"}
@@ -227,7 +228,7 @@ def test_the_core_never_imports_pydantic_ai() -> None:
 
 
 def test_bundled_example_fixture_is_generated() -> None:
-    folder = Path(__file__).resolve().parent.parent / "examples" / "pydantic_ai"
+    folder = ROOT / "examples" / "pydantic_ai"
     sys.path.insert(0, str(folder))
     try:
         import make_weather_fixture as module

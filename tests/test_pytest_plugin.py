@@ -13,7 +13,7 @@ import pytest
 from replay_actor import ManifestError, load_fixture, request_hash
 from replay_actor.fixture import entry_line
 from replay_actor.integrations.pytest_plugin import provider_mapping
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
 
 pytest_plugins = ["pytester"]
 

@@ -48,12 +48,12 @@ from replay_actor import (  # noqa: E402
     request_hash,
 )
 from replay_actor.ray import RayReplayProvider, acquire  # noqa: E402
-from tests.raycluster import Cluster, local_cluster  # noqa: E402
-from tests.test_handle_faults import _captured  # noqa: E402
+from tests.support.frame_locals import captured  # noqa: E402
+from tests.support.paths import ROOT  # noqa: E402
+from tests.support.raycluster import Cluster, local_cluster  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(90)]
 
-ROOT = Path(__file__).resolve().parent.parent
 SEQUENCE = 120  # elements in the "drain" sequence
 HASH = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -567,10 +567,10 @@ def test_private_misses_and_exhaustion_keep_the_hash_out_of_frame_locals(
     with acquire(fixture_path, private=True, timeout=30) as llm:
         llm.complete_many([req("retry")] * 3)  # the sequence is used up
         reports = [
-            _captured(lambda: llm.complete(req(secret))),
-            _captured(lambda: asyncio.run(llm.acomplete(req(secret)))),
-            _captured(lambda: llm.complete(req("retry"))),
-            _captured(lambda: asyncio.run(llm.acomplete(req("retry")))),
+            captured(lambda: llm.complete(req(secret))),
+            captured(lambda: asyncio.run(llm.acomplete(req(secret)))),
+            captured(lambda: llm.complete(req("retry"))),
+            captured(lambda: asyncio.run(llm.acomplete(req("retry")))),
         ]
     kinds = ["ReplayMiss", "ReplayMiss", "SequenceExhausted", "SequenceExhausted"]
     for report, kind in zip(reports, kinds, strict=True):

@@ -34,9 +34,9 @@ from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import gemini as vendor_gemini
 from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors import openai_responses as vendor_responses
-from tests.anthropic_server import THINKING, AnthropicServer
-from tests.gemini_server import SIGNATURE, THOUGHT, GeminiServer
-from tests.responses_server import REASONING_ITEM, ResponsesServer
+from tests.support.anthropic_server import THINKING, AnthropicServer
+from tests.support.gemini_server import SIGNATURE, THOUGHT, GeminiServer
+from tests.support.responses_server import REASONING_ITEM, ResponsesServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

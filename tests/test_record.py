@@ -25,7 +25,7 @@ import pytest
 
 from replay_actor import ReplayError, SequenceExhausted, entry_line, load_fixture, request_hash
 from replay_actor.manifest import Provider, open_provider
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
 
 
 def hi(text: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from replay_actor import (
     request_hash,
 )
 from replay_actor.vendors.anthropic import to_body
-from tests.chat_server import ChatServer, JSONHandler, LoopbackServer
+from tests.support.chat_server import ChatServer, JSONHandler, LoopbackServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

@@ -34,9 +34,9 @@ from replay_actor.vendors.anthropic import AnthropicMessages
 from replay_actor.vendors.gemini import GeminiGenerateContent
 from replay_actor.vendors.openai import OpenAIChat
 from replay_actor.vendors.openai_responses import OpenAIResponses
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY_VAR = "REPLAY_ACTOR_TEST_ACME_KEY"
 SECRET_KEY = "acme-test-SECRET-7d1e"
 

@@ -20,7 +20,7 @@ from replay_actor.vendors import make_vendor
 from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors._common import MalformedResponse
 from replay_actor.vendors.openai_responses import OpenAIResponses, from_response, to_body
-from tests.responses_server import REASONING_ITEM, ResponsesServer
+from tests.support.responses_server import REASONING_ITEM, ResponsesServer
 
 
 def sdk(manifest: dict[str, Any]) -> Any:

@@ -4,8 +4,8 @@ run streamed), LangChain's ``ChatOpenAI(use_responses_api=True)`` with ``bind_to
 fixtures recorded through one OpenAI shape replayed through the other.
 
 Each fixture is recorded here, by the same application in record mode against a
-loopback server speaking the vendor's wire format (tests/responses_server.py,
-tests/chat_server.py); replay then runs with no server at all.
+loopback server speaking the vendor's wire format (tests/support/responses_server.py,
+tests/support/chat_server.py); replay then runs with no server at all.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pydantic import SecretStr
 
 from replay_actor import async_openai_client, open_provider, openai_client
 from replay_actor.integrations.transport import ProviderTransport
-from tests.chat_server import ChatServer
-from tests.responses_server import ResponsesServer
+from tests.support.chat_server import ChatServer
+from tests.support.responses_server import ResponsesServer
 
 
 def sdk(manifest: dict[str, Any]) -> Any:

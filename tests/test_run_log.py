@@ -17,7 +17,7 @@ import pytest
 
 from replay_actor import ReplayMiss, SequenceExhausted, open_provider, request_hash
 from replay_actor._request import HASHED
-from tests.frontdoor_util import run_cli, serving, write_fixture
+from tests.support.frontdoor_util import run_cli, serving, write_fixture
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -217,7 +217,7 @@ def test_a_log_path_that_cannot_be_a_log_is_a_manifest_error(tmp_path: Path) -> 
 
 
 def test_live_and_record_providers_log_too(tmp_path: Path, chat: Any) -> None:
-    from tests.frontdoor_util import live_manifest, record_manifest
+    from tests.support.frontdoor_util import live_manifest, record_manifest
 
     live = live_manifest(tmp_path, chat.base_url("echo"))
     live.write_text(live.read_text().replace('kind = "live"', 'kind = "live"\nlog = "live.log"'))

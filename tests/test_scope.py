@@ -17,7 +17,7 @@ import pytest
 from replay_actor import Request, RequestError, acquire, load_fixture, open_provider, request_hash
 from replay_actor._request import canonical_request
 from replay_actor.fixture import entry_line
-from tests.chat_server import ChatServer
+from tests.support.chat_server import ChatServer
 
 HI: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
 

@@ -22,8 +22,8 @@ import pytest
 from replay_actor import RequestError, anthropic_client, async_openai_client, open_provider
 from replay_actor import openai_client as make_openai_client
 from replay_actor.adapters.builtin import AnthropicAdapter
-from tests.anthropic_server import AnthropicServer
-from tests.chat_server import ChatServer
+from tests.support.anthropic_server import AnthropicServer
+from tests.support.chat_server import ChatServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

@@ -36,8 +36,8 @@ from replay_actor.frontdoor.environment import (
 from replay_actor.integrations.httpx_transport import HttpxProviderTransport
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
 from replay_actor.manifest import open_provider
-from tests.chat_server import ChatServer
-from tests.frontdoor_util import (
+from tests.support.chat_server import ChatServer
+from tests.support.frontdoor_util import (
     live_manifest,
     neutral_hash,
     record_manifest,
@@ -47,6 +47,7 @@ from tests.frontdoor_util import (
     summary,
     write_fixture,
 )
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]
 
@@ -602,7 +603,7 @@ def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
     setpriv, python = shutil.which("setpriv"), _system_python()
     if setpriv is None or python is None:
         pytest.skip("needs setpriv and a system-wide python of this version to drop to nobody")
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     site = next(p for p in sys.path if p.endswith("site-packages") and p.startswith(str(root)))
     folder = Path(tempfile.mkdtemp(prefix="replay-actor-nobody-"))
     try:

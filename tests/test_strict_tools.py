@@ -14,8 +14,8 @@ import pytest
 from replay_actor import Tool, anthropic_client, open_provider, openai_client, request_hash
 from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import openai as vendor_openai
-from tests.anthropic_server import AnthropicServer
-from tests.chat_server import ChatServer
+from tests.support.anthropic_server import AnthropicServer
+from tests.support.chat_server import ChatServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

@@ -16,7 +16,7 @@ import pytest
 from replay_actor import ActorLost, FixtureError, acquire, entry_line, request_hash
 from replay_actor.replay.caller.zygote_client import Zygote, zygote
 from replay_actor.replay.forked.zygote import TEST_DELAY_ENV, FixtureCache
-from tests.procs import wait_gone
+from tests.support.procs import wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

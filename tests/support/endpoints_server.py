@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from tests.chat_server import JSONHandler, LoopbackServer
+from tests.support.chat_server import JSONHandler, LoopbackServer
 
 DIMENSIONS = 8
 

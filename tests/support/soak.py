@@ -1,6 +1,6 @@
 """``make soak``: the random-kill soak. Not part of ``make test`` (it takes minutes).
 
-    .venv/bin/python -m tests.soak [--cycles 1000] [--seed N]
+    .venv/bin/python -m tests.support.soak [--cycles 1000] [--seed N]
 
 Each cycle plays an orchestrator's life with one acquisition: a ``Supervisor`` in this
 process acquires for a fresh *owner* process, passes the handle to it (over a
@@ -299,7 +299,7 @@ def _zombies() -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.soak", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tests.support.soak", description=__doc__)
     parser.add_argument("--cycles", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     args = parser.parse_args(argv)

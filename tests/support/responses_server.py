@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.chat_server import JSONHandler, LoopbackServer
+from tests.support.chat_server import JSONHandler, LoopbackServer
 
 REASONING_ITEM: dict[str, Any] = {
     "id": "rs_test1",

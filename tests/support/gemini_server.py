@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.chat_server import JSONHandler, LoopbackServer
+from tests.support.chat_server import JSONHandler, LoopbackServer
 
 THOUGHT = {"text": "The user wants the weather.", "thought": True}
 SIGNATURE = "c2lnbmVkLXRob3VnaHQ="

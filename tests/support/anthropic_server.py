@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.chat_server import JSONHandler, LoopbackServer
+from tests.support.chat_server import JSONHandler, LoopbackServer
 
 #: What the ``think`` scenario's model thought before its tool call (as the API sends it).
 THINKING: list[dict[str, Any]] = [
