@@ -1,20 +1,16 @@
-"""Large fixtures: any layout loads on the fast path, and one validated copy is shared.
-
-- The loader's fast paths accept ``json.dumps``' default layout (spaces, any key order,
-  escapes) and still refuse every broken rule by reason and line (issue 17, item 26).
-- A fixture over the zygote's cache bound is kept by a holder process that forks every
-  acquisition's actor (docs/architecture.md, "Large fixtures"): later acquisitions
-  share its copy, a file rewritten in place is never served stale (not even with the
-  same inode, size and mtime), a rejection still names only its reason and line, and
-  the memory goes once the fixture is released.
+"""A large fixture's holder (docs/architecture.md, "Large fixtures"): a fixture over the
+zygote's cache bound is kept by a holder process that forks every acquisition's actor.
+Later acquisitions share its copy, a file rewritten in place is never served stale (not
+even with the same inode, size and mtime), a rejection still names only its reason and
+line, and the memory goes once the fixture is released.
 
 Sizes stay small (a few MB, just over the cache bound); speed and big sizes are the
-benchmarks' (P5d, P6b, P8c in benchmarks/large.py).
+benchmarks' (P5d, P8c in benchmarks/large.py). The loader's fast paths for the same
+files: tests/fixture/test_layouts.py.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator
@@ -24,24 +20,15 @@ from typing import Any
 import psutil
 import pytest
 
-from replay_actor import (
-    FixtureError,
-    acquire,
-    canonical_json,
-    entry_line,
-    load_fixture,
-    request_hash,
-)
-from replay_actor.fixture import DEFAULT_CEILINGS, load_shareable
-from replay_actor.fixture._parse import _bulk_table
+from replay_actor import FixtureError, acquire, entry_line, load_fixture, request_hash
 from replay_actor.replay.caller.zygote_client import Zygote
 from replay_actor.replay.forked.zygote import (
-    CACHE_ENTRY_BYTES,
     HOLD_SECONDS,
     HOLD_SECONDS_ENV,
     MAX_HOLD_SECONDS,
     hold_seconds,
 )
+from tests.support.large_fixture import ask, response, write_large
 from tests.support.procs import wait_gone
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -49,201 +36,6 @@ pytestmark = [pytest.mark.timeout(120)]
 SECRET = "PLANTED-SECRET-51c0e2"
 #: Where memory is compared, a size well above an actor's own pages (~2.5 MB).
 MEASURED = 10_000  # about 11 MB
-
-
-def ask(i: int) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": f"question {i}"}]}
-
-
-def response(i: int, tag: str = "one") -> dict[str, Any]:
-    # Keys out of order, escapes, an astral character, a quote and a backslash.
-    return {
-        "usage": {"total_tokens": i, "prompt_tokens": 3},
-        "content": f'answer {i} {tag} caf\u00e9 \U0001f600 "quoted" back\\slash ' + "x" * 900,
-        "finish_reason": "stop",
-    }
-
-
-def dumps_line(entry: dict[str, Any]) -> bytes:
-    return json.dumps(entry).encode("ascii")  # the defaults: ", " and ": ", \\u escapes
-
-
-def write_large(
-    path: Path, tag: str = "one", layout: str = "compact", entries: int = 2_200
-) -> None:
-    """A fixture over the zygote's cache bound (2,200 entries: 2.3 MB), so a holder
-    keeps it."""
-    lines = []
-    for i in range(entries):
-        digest = request_hash(ask(i))
-        if layout == "compact":
-            line = entry_line(digest, response=response(i, tag))
-        else:
-            line = dumps_line(
-                {"response": response(i, tag), "request_hash": digest, "schema_version": 1}
-            )
-        lines.append(line)
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    assert path.stat().st_size > CACHE_ENTRY_BYTES
-
-
-# -- the loader: any valid layout ------------------------------------------------------
-
-
-def test_json_dumps_layout_loads_in_bulk_and_equals_the_compact_form(tmp_path: Path) -> None:
-    compact = tmp_path / "compact.jsonl"
-    spaced = tmp_path / "spaced.jsonl"
-    write_large(compact)
-    write_large(spaced, layout="dumps")
-    data = spaced.read_bytes()
-    assert b'", "' in data and b"\\u00e9" in data and b"\\ud83d" in data
-    # The whole file passes the bulk pass (before: every line took the precise checker).
-    assert _bulk_table(data, DEFAULT_CEILINGS) is not None
-    a, b = load_fixture(compact), load_fixture(spaced)
-    assert a.fixture_set_hash == b.fixture_set_hash
-    digest = request_hash(ask(7))
-    assert b.stored(digest) == canonical_json(response(7)) == a.stored(digest)
-
-
-def test_escaped_quotes_load_in_bulk_and_a_duplicate_beside_them_is_refused(
-    tmp_path: Path,
-) -> None:
-    """``\\u0022`` (a quote with no quote byte) no longer sends a file off the bulk
-    pass: the quote counts allow one more quote out per such escape, and a key dropped
-    as a duplicate still shows, however many escapes are beside it."""
-    quoted = {"content": 'say "hi"', "tool": '{"a": "b"}'}
-    lines = [spaced_entry(i, json.dumps(dict(quoted, n=i))) for i in range(6)]
-    data = b"\n".join(lines) + b"\n"
-    assert data.count(b"\\u0022") == 0  # json.dumps writes \" ...
-    data = data.replace(b'\\"', b"\\u0022")  # ... another writer \u0022
-    assert data.count(b"\\u0022") == 6 * 6
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(data)
-    assert _bulk_table(data, DEFAULT_CEILINGS) is not None
-    loaded = load_fixture(path)
-    for i in range(6):
-        assert loaded.stored(request_hash(ask(i))) == canonical_json(dict(quoted, n=i))
-    # Two escapes kept, one key dropped: equal counts only if the escapes were not
-    # counted, so the bulk pass declines and the line is judged exactly.
-    lines[4] = spaced_entry(4, '{"a": 1, "a": 2, "b": "\\u0022\\u0022"}')
-    data = b"\n".join(lines) + b"\n"
-    assert _bulk_table(data, DEFAULT_CEILINGS) is None
-    path.write_bytes(data)
-    with pytest.raises(FixtureError) as info:
-        load_fixture(path)
-    assert (info.value.reason, info.value.line) == ("duplicate_key", 5)
-
-
-def test_crlf_and_mixed_layouts_load_alike(tmp_path: Path) -> None:
-    entries = [(request_hash(ask(i)), response(i)) for i in range(6)]
-    lines = [
-        entry_line(entries[0][0], response=entries[0][1]),
-        dumps_line({"schema_version": 1, "request_hash": entries[1][0], "response": entries[1][1]}),
-        dumps_line({"response": entries[2][1], "schema_version": 1, "request_hash": entries[2][0]})
-        + b"\r",
-        json.dumps(
-            {"request_hash": entries[3][0], "schema_version": 1, "response": entries[3][1]},
-            indent=None,
-            separators=(" , ", " : "),
-            ensure_ascii=False,
-        ).encode(),
-        b"",
-        dumps_line({"schema_version": 1, "request_hash": entries[4][0], "response": entries[4][1]}),
-        entry_line(entries[5][0], response=entries[5][1]),
-    ]
-    path = tmp_path / "mixed.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    loaded = load_fixture(path)
-    assert len(loaded) == 6
-    for digest, value in entries:
-        assert loaded.stored(digest) == canonical_json(value)
-
-
-def spaced_entry(i: int, response_text: str) -> bytes:
-    digest = request_hash(ask(i))
-    return (
-        b'{"schema_version": 1, "request_hash": "'
-        + digest.encode()
-        + b'", "response": '
-        + response_text.encode()
-        + b"}"
-    )
-
-
-@pytest.mark.parametrize(
-    ("bad", "reason"),
-    [
-        # A repeated key: the quote counts differ.
-        ('{"a": 1, "b": {"k": "v", "k": "w"}}', "duplicate_key"),
-        # A repeated key hidden by escaped quotes: four \u0022 (one quote byte each in
-        # the line, two out) would balance the key dropped; the line is judged exactly.
-        ('{"k": "zz", "k": "\\u0022\\u0022\\u0022\\u0022"}', "duplicate_key"),
-        ('{"k": "\\u0022", "k": "\\u0022"}', "duplicate_key"),
-        ('{"n": 12345678901234567890}', "unsupported_number"),
-        ('{"s": "\\ud800"}', "invalid_json"),
-        ('{"f": 1e400}', "unsupported_number"),
-        ("[1, 2]", "invalid_response"),
-    ],
-)
-def test_spaced_files_are_refused_by_rule_and_line(tmp_path: Path, bad: str, reason: str) -> None:
-    lines = [spaced_entry(i, '{"content": "fine \\u00e9"}') for i in range(5)]
-    lines[3] = spaced_entry(3, bad)
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    with pytest.raises(FixtureError) as info:
-        load_fixture(path)
-    assert (info.value.reason, info.value.line) == (reason, 4)
-
-
-def test_a_repeated_hash_in_a_spaced_file_is_reported_at_the_later_line(tmp_path: Path) -> None:
-    lines = [spaced_entry(i, '{"content": "x"}') for i in range(4)]
-    lines.append(spaced_entry(1, '{"content": "again"}'))
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    with pytest.raises(FixtureError) as info:
-        load_fixture(path)
-    assert (info.value.reason, info.value.line) == ("duplicate_request_hash", 5)
-
-
-def test_key_order_is_rfc8785_where_code_point_order_differs(tmp_path: Path) -> None:
-    # U+E000 sorts before U+1F600 by code point, after it by UTF-16 unit (RFC 8785).
-    mixed = {"\ue000": 1, "\U0001f600": 2, "a": 3}
-    emoji_only = {"\U0001f600": 1, "\U0001f601": 2, "z\u00e9": 3}
-    path = tmp_path / "f.jsonl"
-    path.write_bytes(
-        dumps_line({"schema_version": 1, "request_hash": request_hash(ask(0)), "response": mixed})
-        + b"\n"
-        + dumps_line(
-            {"schema_version": 1, "request_hash": request_hash(ask(1)), "response": emoji_only}
-        )
-        + b"\n"
-    )
-    loaded = load_fixture(path)
-    assert loaded.stored(request_hash(ask(0))) == canonical_json(mixed)
-    assert canonical_json(mixed).index("\U0001f600".encode()) < canonical_json(mixed).index(
-        "\ue000".encode()
-    )
-    assert loaded.stored(request_hash(ask(1))) == canonical_json(emoji_only)
-
-
-def test_same_file_is_exact(tmp_path: Path) -> None:
-    path = tmp_path / "f.jsonl"
-    write_large(path)
-    assert not load_fixture(path).same_file(path)  # it kept nothing to compare with
-    for layout, shared in [("compact", False), ("compact", True), ("dumps", True)]:
-        write_large(path, layout=layout)
-        loaded = load_shareable(path)
-        if shared:
-            loaded.share()  # a holder's form: in shared memory, or only the digest
-        assert loaded.same_file(path)
-        assert loaded.stored(request_hash(ask(9))) == canonical_json(response(9))
-        data = bytearray(path.read_bytes())
-        data[len(data) // 2] ^= 1  # one bit, same size
-        stat = path.stat()
-        path.write_bytes(bytes(data))
-        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        assert not loaded.same_file(path)
-        assert not loaded.same_file(tmp_path / "missing.jsonl")
 
 
 # -- sharing through the holder ----------------------------------------------------------
@@ -486,27 +278,3 @@ def test_a_killed_holder_leaves_its_actors_serving_and_is_replaced(
         with acquire(path, timeout=60) as provider:
             assert holder_of(provider.actor_pid).pid not in (holder, fresh_zygote.pid)
             assert answer(provider, 4).startswith("answer 4 one")
-
-
-def test_a_shared_copy_refers_into_the_file_and_answers_alike(tmp_path: Path) -> None:
-    """``share`` turns the kept lines into references into the file's bytes (blank
-    lines, CRLF, rebuilt lines and sequences around them), and answers as before."""
-    path = tmp_path / "f.jsonl"
-    lines = [entry_line(request_hash(ask(i)), response=response(i)) for i in range(8)]
-    lines[2] = dumps_line(
-        {"response": response(2), "schema_version": 1, "request_hash": request_hash(ask(2))}
-    )
-    lines[4] += b"\r"
-    lines[5] = entry_line(request_hash(ask(5)), responses=[{"n": 1}, {"n": 2}])
-    lines.insert(6, b"   ")
-    lines.insert(0, b"")
-    path.write_bytes(b"\n".join(lines) + b"\n")
-    plain = load_fixture(path)
-    shared = load_shareable(path)
-    shared.share()
-    assert shared.fixture_set_hash == plain.fixture_set_hash
-    for i in range(8):
-        assert shared.stored(request_hash(ask(i))) == plain.stored(request_hash(ask(i)))
-    kinds = {type(v).__name__ for v in shared._table.values()}
-    assert kinds == {"int", "bytes", "tuple"}  # referred, rebuilt (CR, spaces), sequence
-    assert shared.same_file(path)
