@@ -124,7 +124,8 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 
 
 def test_the_ray_module_exports_its_acquire_and_handle() -> None:
-    # Importing it does not import Ray (tests/test_ray.py checks that in a fresh process).
+    # Importing it does not import Ray (tests/replay/caller/test_ray_backend.py checks that
+    # in a fresh process).
     import replay_actor.ray
 
     assert replay_actor.ray.__all__ == ["RayReplayProvider", "acquire"]
