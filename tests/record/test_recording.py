@@ -17,13 +17,23 @@ import subprocess
 import sys
 import textwrap
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from replay_actor import ReplayError, SequenceExhausted, entry_line, load_fixture, request_hash
+from replay_actor import (
+    RecordingError,
+    RecordingLocked,
+    ReplayError,
+    ReplayMiss,
+    SequenceExhausted,
+    entry_line,
+    load_fixture,
+    request_hash,
+)
 from replay_actor.manifest import Provider, open_provider
 from tests.support.chat_server import ChatServer
 
@@ -494,3 +504,119 @@ def test_complete_many_in_live_record_and_replay(
     for answers in (live_answers, recorded, replayed):
         assert [type(a).__name__ for a in answers] == ["dict"] * 4 + ["RequestError"]
     assert recorded[:4] == replayed[:4]
+
+
+def ask(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def record(fixture: Path, table: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"provider": {"kind": "record", "fixture": str(fixture), "live": table, **extra}}
+
+
+def replay(fixture: Path) -> dict[str, Any]:
+    return {"provider": {"kind": "replay", "fixture": str(fixture)}}
+
+
+# -- a fork child cannot record into (or tear down) the parent's session ---------------
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(60)
+def test_a_fork_child_is_refused_and_leaves_the_parents_session_whole(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    fixture = tmp_path / "forked.jsonl"
+    table = {"adapter": "openai", "model": "m", "base_url": chat.base_url("echo")}
+    rec = open_provider(record(fixture, table))
+    try:
+        assert rec.complete(ask("before"))["content"] == "1: before"
+        pid = os.fork()
+        if pid == 0:  # the child: only os._exit leaves it
+            code = 9
+            try:
+                try:
+                    rec.complete(ask("child"))
+                    code = 1  # it recorded: the parent's next rewrite would drop it
+                except RecordingError as exc:
+                    code = 0 if "forked child" in str(exc) else 2
+                try:
+                    asyncio.run(rec.acomplete(ask("child async")))
+                    code = code or 3
+                except RecordingError:
+                    pass
+                rec.release()  # must not delete the parent's journal or lock
+                rec.release()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert chat.count("echo") == 1  # the child never asked the model
+        assert (tmp_path / "forked.jsonl.journal").exists()
+        with pytest.raises(RecordingLocked):
+            open_provider(record(fixture, table))  # the parent still holds the lock
+        assert rec.complete(ask("after"))["content"] == "2: after"
+    finally:
+        rec.release()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "forked.jsonl",
+        "forked.jsonl.requests.jsonl",
+    ]
+    with open_provider(replay(fixture)) as rep:
+        assert rep.complete(ask("before"))["content"] == "1: before"
+        assert rep.complete(ask("after"))["content"] == "2: after"
+        with pytest.raises(ReplayMiss):
+            rep.complete(ask("child"))
+
+
+# -- private mode: no hash in the frames of an exhaustion ------------------------------
+
+
+def _shown(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    assert tb is not None
+    report = traceback.TracebackException(type(exc), exc, tb.tb_next, capture_locals=True)
+    return "".join(report.format())
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("form", ["sync", "async"])
+def test_a_private_exhaustion_holds_no_hash_in_frame_locals(
+    chat: ChatServer, tmp_path: Path, form: str
+) -> None:
+    fixture = tmp_path / "p.jsonl"
+    digest = request_hash(ask("seq"))
+    fixture.write_bytes(entry_line(digest, responses=[{"content": "s"}]) + b"\n")
+    table = {"adapter": "openai", "model": "m", "base_url": chat.base_url("echo")}
+    with open_provider(record(fixture, table, data="private")) as rec:
+        if form == "sync":
+            assert rec.complete(ask("seq"))["content"] == "s"
+            with pytest.raises(SequenceExhausted) as caught:
+                rec.complete(ask("seq"))
+        else:
+
+            async def twice() -> None:
+                assert (await rec.acomplete(ask("seq")))["content"] == "s"
+                await rec.acomplete(ask("seq"))
+
+            with pytest.raises(SequenceExhausted) as caught:
+                asyncio.run(twice())
+    text = _shown(caught.value)
+    assert "_from_fixture" in text and "complete" in text  # the frames are there
+    assert "<request hash>" in text  # ... holding the box, not the hash
+    assert digest[7:] not in text and digest[7:23] not in text
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(60)
+def test_a_normal_exhaustion_still_names_its_hash(chat: ChatServer, tmp_path: Path) -> None:
+    fixture = tmp_path / "n.jsonl"
+    digest = request_hash(ask("seq"))
+    fixture.write_bytes(entry_line(digest, responses=[{"content": "s"}]) + b"\n")
+    table = {"adapter": "openai", "model": "m", "base_url": chat.base_url("echo")}
+    with open_provider(record(fixture, table)) as rec:
+        rec.complete(ask("seq"))
+        with pytest.raises(SequenceExhausted) as caught:
+            rec.complete(ask("seq"))
+    assert caught.value.request_hash == digest
