@@ -1,6 +1,6 @@
-"""The live adapters against a hostile or unlucky endpoint (issue 17, items 1, 2, 3, 4, 12,
-13 and 14): trickled answers, key pieces in error codes, answers and log records, keys
-and headers with characters HTTP cannot carry, credentials in ``base_url``, and a
+"""The live adapters' HTTP client (adapters/_http.py, _secrets.py) against a hostile or
+unlucky endpoint: trickled answers, key pieces in error codes, answers and log records,
+keys and headers with characters HTTP cannot carry, credentials in ``base_url``, and a
 200 MiB answer.
 
 Every test talks HTTP to a real server on 127.0.0.1 (``HostileServer`` below); nothing is
@@ -206,7 +206,7 @@ def pieces(text: str) -> bool:
     return any(KEY[i : i + 12] in text for i in range(len(KEY) - 11))
 
 
-# -- 1. a trickling endpoint cannot hold a call ------------------------------------------
+# -- a trickling endpoint cannot hold a call ------------------------------------------
 
 
 @pytest.mark.parametrize("scenario", ["trickle-body", "trickle-headers"])
@@ -253,7 +253,7 @@ def test_the_pooled_connection_still_answers_after_a_deadline(hostile: HostileSe
         assert llm.complete(ASK)["content"] == "fine"
 
 
-# -- 2. an error code holding a long piece of the key is not quoted -----------------------
+# -- an error code holding a long piece of the key is not quoted -----------------------
 
 
 @pytest.mark.parametrize("variant", ["invalid", "rejected", "suffix"])
@@ -287,7 +287,7 @@ def test_key_piece_detection() -> None:
     assert redact_key_pieces(text, key) == "A [redacted] B [redacted] C"
 
 
-# -- 3. a response holding the key less one character is refused, not recorded ------------
+# -- a response holding the key less one character is refused, not recorded ------------
 
 
 def test_a_response_with_the_key_less_one_character_is_never_recorded(
@@ -305,7 +305,7 @@ def test_a_response_with_the_key_less_one_character_is_never_recorded(
         assert not pieces(path.read_bytes().decode()), path.name
 
 
-# -- 4. a key or a header with characters HTTP cannot carry --------------------------------
+# -- a key or a header with characters HTTP cannot carry --------------------------------
 
 
 @pytest.mark.parametrize("odd", ["\u00a0", "\u2019", " ", "\n"])
@@ -350,7 +350,7 @@ def test_a_header_value_with_an_odd_character_is_a_manifest_error(
     assert caught.value.__context__ is None
 
 
-# -- 12. a key echoed in a response header stays out of the HTTP client's DEBUG log --------
+# -- a key echoed in a response header stays out of the HTTP client's DEBUG log --------
 
 
 def test_a_key_echoed_in_a_header_is_redacted_from_debug_logs(
@@ -367,7 +367,7 @@ def test_a_key_echoed_in_a_header_is_redacted_from_debug_logs(
     assert not pieces(caplog.text)
 
 
-# -- 13. credentials in base_url ----------------------------------------------------------
+# -- credentials in base_url ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("userinfo", ["user:PASSWORD-9f2e@", "TOKEN-9f2e@", "u:@"])
@@ -380,7 +380,7 @@ def test_base_url_with_userinfo_is_refused(hostile: HostileServer, userinfo: str
     assert hostile.received == []
 
 
-# -- 14. a huge answer is not read past the ceiling ---------------------------------------
+# -- a huge answer is not read past the ceiling ---------------------------------------
 
 
 @pytest.mark.parametrize("scenario", ["huge", "huge-chunked"])
