@@ -1,9 +1,10 @@
 """Google Gemini through the real ``google-genai`` SDK, answered by a replay provider
 (docs/gemini.md): unchanged calls, sync, async and streamed, no mocking library.
 
-The conversation is the one tests/test_sdk.py writes for the OpenAI SDK, so these tests
-also prove the cross-shape promise: a fixture written for chat completions replays
-through Gemini, and the same conversation hashes alike through both mappings.
+The conversation is the one the OpenAI SDK's tests ask (tests/support/conversation.py),
+so these tests also prove the cross-shape promise: a fixture written for chat
+completions replays through Gemini, and the same conversation hashes alike through both
+mappings.
 """
 
 from __future__ import annotations
