@@ -11,6 +11,10 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,10 +32,12 @@ from replay_actor import (
     async_openai_client,
     open_provider,
     openai_client,
+    request_hash,
 )
 from replay_actor._request import canonical_request
 from replay_actor._response import read_response
 from replay_actor.files.sidecar import SidecarWriter
+from replay_actor.fixture import entry_line
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
 from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors._common import response_id
@@ -742,3 +748,63 @@ def test_a_lost_actor_is_a_503_not_retried(counted: Counting) -> None:
     assert caught.value.status_code == 503
     assert caught.value.body["error"]["type"] == "replay_unavailable"  # type: ignore[index]
     assert counted.calls == 1
+
+
+# -- a client dropped without close() -------------------------------------------------------
+
+HI = [{"role": "user", "content": "hi"}]
+DROP_SCRIPT = textwrap.dedent(
+    """
+    import gc, os, sys, time
+    import psutil
+    from replay_actor import (
+        anthropic_client, async_anthropic_client, async_openai_client, openai_client,
+    )
+
+    manifest = {"provider": {"kind": "replay", "fixture": sys.argv[1]}}
+    builders = [openai_client, async_openai_client, anthropic_client, async_anthropic_client]
+
+    def fds():
+        return len(os.listdir("/proc/self/fd"))
+
+    def actors():
+        return [
+            p.pid for p in psutil.Process().children(recursive=True)
+            if p.name() == "replay-actor" and p.status() != psutil.STATUS_ZOMBIE
+        ]
+
+    # One of each first: imports, the zygote and the SDKs' own caches are not leaks.
+    for build in builders:
+        build(manifest)
+    gc.collect()
+    before = fds()
+    for _ in range(5):
+        for build in builders:
+            client = build(manifest)
+            client.models  # used, not just built
+            del client
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while actors() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    print(before, fds(), len(actors()))
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_dropped_clients_leave_no_descriptor_and_no_actor(tmp_path: Path) -> None:
+    fixture = tmp_path / "chat.jsonl"
+    fixture.write_bytes(entry_line(request_hash({"messages": HI}), {"content": "hello"}) + b"\n")
+    done = subprocess.run(
+        [sys.executable, "-c", DROP_SCRIPT, str(fixture)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=os.environ.copy(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    before, after, actors = map(int, done.stdout.split())
+    assert actors == 0
+    assert after <= before, f"{after - before} descriptors left by 20 dropped clients"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from replay_actor._strict_json import NotStrictJSON, loads_strict
+from replay_actor._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict, nesting_depth
 
 
 class _Refused(Exception):
@@ -161,3 +161,18 @@ def test_a_plain_body_is_read_quickly_and_a_repeat_is_not() -> None:
     assert same(_quick(body), json.loads(body))
     assert _quick('{"a": 1, "a": 2}') is _UNSURE
     assert _quick('{"a": "\\u003a"}') is _UNSURE  # an escape: the slow reading decides
+
+
+def deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+def test_the_body_depth_is_measured_without_recursion() -> None:
+    assert nesting_depth(b'{"a":[1,{"b":"]]]}}"}],"c":"\\"["}') == 3
+    assert nesting_depth(deep(300_000).encode()) == 300_000
+    assert loads_strict(deep(MAX_BODY_DEPTH), max_depth=MAX_BODY_DEPTH) is not None
+    # A body of plain requests, deeper than 512 only in its count of brackets, passes.
+    wide = "[" + ",".join(["[]"] * 2000) + "]"
+    assert len(loads_strict(wide, max_depth=MAX_BODY_DEPTH)) == 2000
