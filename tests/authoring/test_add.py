@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture
+from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture, request_hash
 from replay_actor.authoring.add import Added, add_response
+from replay_actor.cli import main
 from replay_actor.files.durable import take_lock
+from replay_actor.files.sidecar import sidecar_path
 from replay_actor.fixture._format import entry_line
 from tests.support.paths import ROOT
 
@@ -211,3 +215,108 @@ def test_concurrent_writers_keep_the_file_valid_and_lose_nothing(
         ]
         assert [response["i"] for response in mine] == sorted(range(20), key=lambda i: (i % 5, i))
         assert all(response["writer"] == n for response in mine)
+
+
+REQUEST: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+HASH = request_hash(REQUEST)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_json(path: Path, value: Any) -> str:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return str(path)
+
+
+# -- add on an entry whose hash is spelled with a JSON escape ------------------------
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+def test_add_appends_to_an_entry_whose_hash_is_spelled_with_an_escape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    escaped = "sha256:" + f"\\u{ord(HASH[7]):04x}" + HASH[8:]
+    other = request_hash({"messages": [{"role": "user", "content": "other"}]})
+    fixture.write_bytes(
+        entry_line(other, response={"content": "x"})
+        + b"\n"
+        + b'{"schema_version":1,"request_hash":"'
+        + escaped.encode("ascii")
+        + b'","response":{"content":"a"}}\n'
+    )
+    assert HASH in load_fixture(fixture)  # valid: the escape spells the same hash
+    code, out, err = run(capsys, "add", str(fixture), HASH, "--content", "b", "--next")
+    assert (code, err) == (0, "")
+    assert out == f"appended to {HASH} in {fixture}: a sequence of 2 responses\n"
+    lines = fixture.read_bytes().splitlines()
+    assert lines[0] == entry_line(other, response={"content": "x"})  # untouched
+    assert json.loads(lines[1])["responses"] == [{"content": "a"}, {"content": "b"}]
+    assert len(load_fixture(fixture)) == 2
+
+
+# -- add --request checks the sidecar before changing the fixture --------------------
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("planted", ["directory", "symlink"])
+def test_add_request_refuses_an_unusable_sidecar_before_changing_the_fixture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], planted: str
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    sidecar = Path(sidecar_path(fixture))
+    if planted == "directory":
+        sidecar.mkdir()
+        problem = "cannot be opened (Is a directory)"
+    else:
+        (tmp_path / "elsewhere").write_bytes(b"")
+        sidecar.symlink_to(tmp_path / "elsewhere")
+        problem = "is a symbolic link (refused)"
+    request = write_json(tmp_path / "r.json", REQUEST)
+    for _ in range(2):  # a rerun must not turn the entry into a sequence either
+        code, out, err = run(
+            capsys, "add", str(fixture), HASH, "--content", "b", "--request", request
+        )
+        assert (code, out) == (1, "")
+        assert err == f"replay-actor: error: the request sidecar {sidecar} {problem}\n"
+        assert not fixture.exists()
+    if planted == "symlink":
+        assert (tmp_path / "elsewhere").read_bytes() == b""
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+def test_add_request_still_creates_an_absent_sidecar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    request = write_json(tmp_path / "r.json", REQUEST)
+    code, out, _ = run(capsys, "add", str(fixture), HASH, "--content", "b", "--request", request)
+    assert code == 0 and out.endswith(f"added the request to {sidecar_path(fixture)}\n")
+
+
+# -- a symbolic link at FIXTURE.lock ----------------------------------------------
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+def test_add_names_itself_when_the_lock_is_a_symbolic_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    lock = Path(f"{fixture}.lock")
+    lock.symlink_to(tmp_path / "nowhere")
+    code, out, err = run(capsys, "add", str(fixture), HASH, "--content", "b")
+    assert (code, out) == (1, "")
+    assert err == (
+        "replay-actor: error: cannot lock the fixture to add to it: "
+        f"{lock} (a symbolic link, refused)\n"
+    )
+    assert "recording" not in err
+    assert not fixture.exists() and not (tmp_path / "nowhere").exists()

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replay_actor import ReplayError, load_fixture
+from replay_actor import ReplayError, load_fixture, request_hash
 from replay_actor.authoring.coverage import coverage, coverage_text
+from replay_actor.cli import main
 from replay_actor.fixture._format import entry_line
+from tests.support.paths import ROOT as REPO
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -118,3 +123,75 @@ def test_a_corrupt_or_missing_record_is_named(fixture: Path, tmp_path: Path) -> 
     assert str(info.value) == f"{record}: line 2 is not an inspection record line"
     with pytest.raises(ReplayError, match=r"missing\.jsonl: cannot read the inspection record"):
         coverage(load_fixture(fixture), [tmp_path / "missing.jsonl"])
+
+
+REQUEST: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
+HASH = request_hash(REQUEST)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- coverage on a FIFO -----------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+def test_coverage_refuses_a_fifo_instead_of_blocking(tmp_path: Path) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    fifo = tmp_path / "record.fifo"
+    os.mkfifo(fifo)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "replay_actor", "coverage", str(fixture), str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # blocked on the FIFO: the defect
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1 and out == b""
+    assert err.decode() == (
+        f"replay-actor: error: {fifo}: cannot read the inspection record (not a regular file)\n"
+    )
+
+
+# -- coverage prints only well-formed hashes -------------------------------------------
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+def test_coverage_skips_and_counts_forged_hash_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = tmp_path / "fx.jsonl"
+    fixture.write_bytes(entry_line(HASH, response={"content": "hi"}) + b"\n")
+    good = "sha256:" + "a" * 64
+    forged = [
+        "sha256:\x1b[31m" + "a" * 60,  # a terminal escape
+        "sha256:" + "a" * 63 + "\x07",  # a bell
+        f"sha256:{'b' * 64}\n{good}  1 call",  # a newline forging an output line
+        "sha256:" + "A" * 64,  # upper case
+    ]
+    record = tmp_path / "record.jsonl"
+    lines = [{"event": "miss", "request_hash": digest, "call": 1} for digest in forged]
+    lines.append({"event": "miss", "request_hash": good, "call": 1})
+    record.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    code, out, err = run(capsys, "coverage", str(fixture), str(record))
+    assert code == 0
+    assert "\x1b" not in out and "\x07" not in out
+    assert out.splitlines()[-3:-1] == ["misses: 1 request, 1 call", f"  {good}  1 call"]
+    assert (
+        "replay-actor: note: skipped 4 record lines whose request_hash is not 'sha256:' and "
+        "64 lowercase hexadecimal digits\n"
+    ) in err
+    code, out, _ = run(capsys, "coverage", "--json", str(fixture), str(record))
+    assert json.loads(out)["misses"] == [{"request_hash": good, "count": 1}]
