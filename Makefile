@@ -41,7 +41,7 @@ pytest: $(STAMP) node-deps browser ## pytest only
 	$(PY) -m pytest
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
-# @ai-sdk/openai) packages from Node (tests/test_frontdoor_node.py); where node is
+# @ai-sdk/openai) packages from Node (tests/frontdoor/test_node.py); where node is
 # missing those tests skip.
 NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)

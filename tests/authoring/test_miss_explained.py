@@ -30,6 +30,7 @@ from replay_actor.authoring.coverage import coverage
 from replay_actor.files.sidecar import SidecarWriter, sidecar_path
 from replay_actor.manifest import open_provider
 from tests.support.chat_server import ChatServer
+from tests.support.frontdoor_util import neutral, write_fixture
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
@@ -317,3 +318,24 @@ def test_a_fifo_at_the_sidecar_path_never_hangs_a_call(fixture: Path) -> None:
         with pytest.raises(ReplayMiss) as info:
             llm.complete(MISSING)
     assert info.value.nearest is None and str(info.value) == FIRST_LINE
+
+
+@pytest.mark.timeout(120)
+def test_a_saved_miss_is_never_named_as_the_nearest_recorded_request(tmp_path: Path) -> None:
+    from replay_actor import ReplayMiss, acquire
+    from replay_actor._request import canonical_request
+    from replay_actor.files.sidecar import SidecarWriter
+
+    recorded = neutral("Name a city in Portugal.")
+    saved = neutral("Name a city in Spain.")  # a miss run saved: not an answer yet
+    asked = neutral("Name a city in Spain!")  # nearer to the saved one than the recorded
+    fixture = write_fixture(tmp_path / "fixture.jsonl", {request_hash(recorded): {"content": "x"}})
+    writer = SidecarWriter(fixture)
+    for request in (recorded, saved):
+        writer.append(request_hash(request), canonical_request(request))
+    with acquire(fixture, timeout=30) as llm:
+        for request, nearest in ((asked, recorded), (saved, recorded)):
+            with pytest.raises(ReplayMiss) as info:
+                llm.complete(request)
+            assert info.value.nearest is not None
+            assert info.value.nearest["request_hash"] == request_hash(nearest)

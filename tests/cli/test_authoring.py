@@ -15,6 +15,7 @@ from replay_actor._request import canonical_request
 from replay_actor.cli import main
 from replay_actor.files.durable import release_lock, take_lock
 from replay_actor.files.sidecar import SidecarWriter, sidecar_path
+from tests.support.frontdoor_util import neutral, shell
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -288,3 +289,31 @@ def test_explain_reads_a_vendor_body_with_from(
     assert code == 3
     assert json.loads(out)["request_hash"] == request_hash(MISSING)
     assert run(capsys, "explain", "--json", files["fixture"], files["missing"])[1] == out
+
+
+@pytest.mark.usefixtures("no_leaks")
+@pytest.mark.timeout(120)
+def test_add_refuses_an_existing_hash_then_next_replace_and_remove(tmp_path: Path) -> None:
+    digest = request_hash(neutral("Name a city in Portugal."))
+    shell("replay-actor init", tmp_path)
+    add = f"replay-actor add fixture.jsonl {digest} --content"
+    assert shell(f"{add} Porto.", tmp_path).returncode == 0
+    before = (tmp_path / "fixture.jsonl").read_bytes()
+    refused = shell(f"{add} Lisbon.", tmp_path)
+    assert refused.returncode == 1
+    assert "already holds" in refused.stderr and "--next" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert (tmp_path / "fixture.jsonl").read_bytes() == before
+    assert shell(f"{add} Lisbon. --next", tmp_path).returncode == 0
+    assert load_fixture(tmp_path / "fixture.jsonl").responses_for(digest) == [
+        {"content": "Porto."},
+        {"content": "Lisbon."},
+    ]
+    assert shell(f"{add} Faro. --replace", tmp_path).returncode == 0
+    assert load_fixture(tmp_path / "fixture.jsonl").responses_for(digest) == [{"content": "Faro."}]
+    removed = shell(f"replay-actor remove fixture.jsonl {digest}", tmp_path)
+    assert removed.returncode == 0
+    assert removed.stdout == f"removed {digest} from fixture.jsonl (a single response)\n"
+    assert digest not in load_fixture(tmp_path / "fixture.jsonl")
+    again = shell(f"replay-actor remove fixture.jsonl {digest}", tmp_path)
+    assert again.returncode == 1 and "holds no entry" in again.stderr

@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]
 HI = [{"role": "user", "content": "hi"}]
 NODE = shutil.which("node")
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
-ANTHROPIC_APP = ROOT / "tests" / "node" / "ai_sdk_anthropic_app.cjs"
+ANTHROPIC_APP = ROOT / "tests" / "frontdoor" / "node" / "ai_sdk_anthropic_app.cjs"
 
 
 @pytest.mark.parametrize(

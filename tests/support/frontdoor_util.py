@@ -16,6 +16,10 @@ from typing import Any
 from replay_actor import request_hash
 
 CLI = [sys.executable, "-m", "replay_actor"]
+#: Where the environment's commands are (replay-actor among them).
+BIN = Path(sys.executable).parent
+#: How long a pasted command may take.
+TIMEOUT = 120
 
 
 def write_fixture(path: Path, entries: Mapping[str, Any]) -> Path:
@@ -26,6 +30,11 @@ def write_fixture(path: Path, entries: Mapping[str, Any]) -> Path:
         lines.append(json.dumps({"schema_version": 1, "request_hash": digest, key: answer}))
     path.write_text("".join(line + "\n" for line in lines))
     return path
+
+
+def neutral(question: str) -> dict[str, object]:
+    """A one-question neutral request."""
+    return {"messages": [{"role": "user", "content": question}]}
 
 
 def neutral_hash(messages: list[dict[str, Any]], **rest: Any) -> str:
@@ -163,3 +172,17 @@ def quiet_env(**more: str) -> dict[str, str]:
     )
     env.update(more)
     return env
+
+
+def shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` as a user pastes it into bash, the venv's commands on PATH."""
+    env = quiet_env(PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )

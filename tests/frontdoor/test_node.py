@@ -1,5 +1,5 @@
 """Clients no one here wrote: the npm ``openai`` and ``@anthropic-ai/sdk`` packages, in
-an unchanged Node application (tests/node/frontdoor_app.cjs) run under ``replay-actor
+an unchanged Node application (tests/frontdoor/node/frontdoor_app.cjs) run under ``replay-actor
 run``: chat, Responses, messages, streaming, tools, a miss that fails the app with the
 exact message and no retry, and a fixture recorded through Node replayed through the
 Python SDKs (and the reverse).
@@ -36,9 +36,9 @@ __all__ = ["endpoints_server"]
 
 NODE = shutil.which("node")
 NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
-APP = ROOT / "tests" / "node" / "frontdoor_app.cjs"
-AI_APP = ROOT / "tests" / "node" / "ai_sdk_app.cjs"
-EMBED_APP = ROOT / "tests" / "node" / "ai_sdk_embed_app.cjs"
+APP = ROOT / "tests" / "frontdoor" / "node" / "frontdoor_app.cjs"
+AI_APP = ROOT / "tests" / "frontdoor" / "node" / "ai_sdk_app.cjs"
+EMBED_APP = ROOT / "tests" / "frontdoor" / "node" / "ai_sdk_embed_app.cjs"
 
 pytestmark = [
     pytest.mark.skipif(NODE is None, reason="node is not installed"),
