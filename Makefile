@@ -67,7 +67,7 @@ clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
 # The attribution example's HTML page is opened in headless Chromium
-# (tests/test_attribution_example.py); Debian's package is installed where apt-get runs as
+# (tests/examples/test_attribution.py); Debian's package is installed where apt-get runs as
 # root, and the test skips where no Chromium can be had.
 browser: ## install Debian's chromium for the HTML tests (root with apt-get only)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \

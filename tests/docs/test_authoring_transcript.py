@@ -3,8 +3,9 @@
 Each ```console block holds ``$ command`` lines, each followed by that command's output
 (stdout and stderr together). All blocks run in order in one bash session started at the
 repository root, as a reader would type them; the temporary folder they create is under
-this test's own ``TMPDIR``. ``python tests/test_authoring_doc.py --write`` reruns them and
-writes the outputs into the page (what produced the transcript in the first place).
+this test's own ``TMPDIR``. ``python -m tests.docs.test_authoring_transcript --write``,
+from the repository root, reruns them and writes the outputs into the page (what
+produced the transcript in the first place).
 """
 
 from __future__ import annotations
