@@ -10,7 +10,7 @@ core and ``io/`` but not ``forked/`` (the zygote is started by name, not importe
 
 from __future__ import annotations
 
-from tests.test_layout import PACKAGE, _graph
+from tests.support.imports import PACKAGE, import_graph
 
 #: What ``replay/`` may import besides itself: the layers below it.
 BELOW = ("replay_actor._errors", "replay_actor._request", "replay_actor._canonical")
@@ -31,7 +31,7 @@ IO_MODULES = frozenset(
 
 
 def test_replay_imports_only_the_layers_below_it() -> None:
-    graph = _graph()
+    graph = import_graph()
     found = []
     for module, imported in graph.items():
         if not module.startswith("replay_actor.replay"):
@@ -76,7 +76,7 @@ def test_every_replay_module_is_in_a_room() -> None:
 
 
 def test_rooms_import_only_what_their_process_may() -> None:
-    assert room_violations(_graph()) == []
+    assert room_violations(import_graph()) == []
 
 
 def test_the_room_check_sees_a_forked_module_importing_the_caller() -> None:
@@ -109,6 +109,6 @@ def test_the_core_opens_no_socket_and_no_process() -> None:
 
 
 def test_the_manifest_reaches_both_backends_without_integrations() -> None:
-    imported = _graph()["replay_actor.manifest"]
+    imported = import_graph()["replay_actor.manifest"]
     assert "replay_actor.replay.caller.ray_backend" in imported
     assert not [m for m in imported if m.startswith("replay_actor.integrations")]

@@ -9,7 +9,8 @@ import ast
 import re
 from pathlib import Path
 
-from tests.test_layout import PACKAGE, ROOT
+from tests.support.imports import PACKAGE, module_name
+from tests.support.paths import ROOT
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
@@ -129,11 +130,6 @@ def test_the_map_readers_see_what_they_should() -> None:
 # -- public names and __all__ ----------------------------------------------------------
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def _dunder_all(tree: ast.Module) -> set[str] | None:
     for node in tree.body:
         if isinstance(node, ast.Assign):
@@ -177,7 +173,7 @@ def _imported_names(trees: dict[str, tuple[Path, ast.Module]]) -> dict[str, set[
 
 def public_names_missing_from_all() -> list[str]:
     trees = {
-        _module_name(path): (path, ast.parse(path.read_text("utf-8")))
+        module_name(path): (path, ast.parse(path.read_text("utf-8")))
         for path in sorted(PACKAGE.rglob("*.py"))
     }
     imported = _imported_names(trees)

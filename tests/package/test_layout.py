@@ -10,57 +10,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGE = ROOT / "replay_actor"
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _imports(path: Path) -> set[str]:
-    """Every replay_actor module ``path`` imports, at any depth (lazy imports count)."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if node.module is None or (node.level and not node.module):
-                found.update(f"{target}.{alias.name}" for alias in node.names)
-            found.add(target)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "import_module":
-            continue  # __init__'s lazy table: checked below through _LOCATIONS
-    return {m for m in found if m == "replay_actor" or m.startswith("replay_actor.")}
-
-
-def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        edges = set()
-        for imported in _imports(path):
-            target = imported
-            while target not in modules and "." in target:
-                target = target.rpartition(".")[0]  # ``from pkg import name``
-            if target in modules and target != name:
-                edges.add(target)
-        graph[name] = edges
-    return graph
+from tests.support.imports import PACKAGE, import_graph, module_name
+from tests.support.paths import ROOT
 
 
 def test_no_import_cycle() -> None:
-    graph = _graph()
+    graph = import_graph()
     # The package __init__ is imported first by everything and imports nothing eagerly
     # (its names resolve lazily), so edges *to* it are not cycles.
     for edges in graph.values():
@@ -167,7 +122,7 @@ def _layer_imports(tree: ast.AST, package: str) -> set[str]:
 def _layer_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in PACKAGE.rglob("*.py"):
-        name = _module_name(path)
+        name = module_name(path)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"))
         graph[name] = _layer_imports(tree, package) - {name}
