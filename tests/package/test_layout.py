@@ -1,6 +1,7 @@
 """The package's shape: layers that point one way, no import cycle, and no pointer to a
 document the repository does not hold (docs/architecture.md, "Map of the package" and
-"Layers")."""
+"Layers"); and the test tree's: every folder a package mirroring the package, helpers
+only in ``tests/support/``, and no test module importing another ("Map of the tests")."""
 
 from __future__ import annotations
 
@@ -299,3 +300,145 @@ def test_the_limit_checks_see_a_waiver_and_a_long_function(tmp_path: Path) -> No
     )
     assert len(complexity_waivers([source])) == 2
     assert long_functions([source], MAX_FUNCTION_LINES) == {f"{source}:f": 86}
+
+
+# -- the test tree mirrors the package (docs/architecture.md, "Map of the tests") -------
+
+TESTS = ROOT / "tests"
+
+#: Test folders that mirror no package folder, and what each holds instead.
+NOT_MIRRORS: dict[str, str] = {
+    "support": "the helpers test modules share",
+    "package": "the package as a whole: its public names, layers, maps, provider contract",
+    "docs": "the repository's docs/ and README.md",
+    "examples": "the repository's examples/",
+}
+#: Test folders named otherwise than what they mirror: the package paths each covers
+#: (``replay_actor/`` relative; one on disk is enough).
+MIRRORS: dict[str, tuple[str, ...]] = {
+    "core": ("_request.py", "_canonical.py", "_kinds.py", "_memo.py", "_strict_json.py"),
+    # The HTTP exchange moves out of integrations/ into serving/.
+    "serving": ("serving/", "integrations/serving.py"),
+}
+
+
+def python_folders(tests: Path) -> list[str]:
+    """Every folder of a test tree that holds Python, relative to it; data folders (no
+    ``.py`` file inside: ``fixture/corpus/``) aside."""
+    return sorted(
+        path.relative_to(tests).as_posix()
+        for path in tests.rglob("*")
+        if path.is_dir() and path.name != "__pycache__" and any(path.rglob("*.py"))
+    )
+
+
+def unmirrored(tests: Path, package: Path) -> list[str]:
+    """Every test folder that is no package, or mirrors no package folder or module
+    (``tests/vendors/gemini/`` mirrors ``replay_actor/vendors/gemini/``, ``tests/manifest/``
+    ``replay_actor/manifest.py``). A folder that holds no test module yet waits for its
+    package folder to land, and passes."""
+    found = []
+    for folder in python_folders(tests):
+        where = tests / folder
+        if not (where / "__init__.py").is_file():
+            found.append(f"{folder}/: no __init__.py")
+            continue
+        if folder.split("/")[0] in NOT_MIRRORS:
+            continue
+        mirrored = MIRRORS.get(folder, (f"{folder}/", f"{folder}.py"))
+        if any((package / path).exists() for path in mirrored):
+            continue
+        if {p.name for p in where.rglob("*.py")} == {"__init__.py"}:
+            continue  # an empty room, waiting
+        found.append(f"{folder}/: mirrors nothing in the package")
+    return found
+
+
+def misplaced_modules(tests: Path) -> list[str]:
+    """Modules out of place: at the top of ``tests/``, anything but ``__init__.py`` and
+    ``conftest.py``; outside ``support/``, anything but ``__init__.py`` and test modules."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        relative = path.relative_to(tests)
+        if relative.parts[0] == "support" or path.name == "__init__.py":
+            continue
+        top = len(relative.parts) == 1
+        if (top and path.name != "conftest.py") or (not top and not path.name.startswith("test_")):
+            found.append(relative.as_posix())
+    return found
+
+
+def cross_imports(tests: Path) -> list[str]:
+    """Every import of one test module by another (relative ones included): helpers are
+    imported from ``tests.support`` only."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        relative = path.relative_to(tests)
+        if relative.parts[0] == "support":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [f"{'.' * node.level}{node.module or ''}"]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                outside = name.startswith((".", "tests.")) or name == "tests"
+                if outside and not name.startswith("tests.support"):
+                    found.append(f"{relative.as_posix()}: {name}")
+    return found
+
+
+def test_every_test_folder_is_a_package_mirroring_the_package() -> None:
+    assert unmirrored(TESTS, PACKAGE) == []
+
+
+def test_tests_top_holds_no_test_module_and_helpers_live_in_support() -> None:
+    assert misplaced_modules(TESTS) == []
+
+
+def test_test_modules_import_helpers_from_support_only() -> None:
+    assert cross_imports(TESTS) == []
+
+
+def test_the_tree_checks_see_what_they_should(tmp_path: Path) -> None:
+    # The checks above can fail: a made-up tree breaks each rule once.
+    package, tests = tmp_path / "replay_actor", tmp_path / "tests"
+    for folder in ("fixture", "vendors/gemini"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "manifest.py").write_text("")
+    files = {
+        "__init__.py": "",
+        "conftest.py": "",
+        "test_loose.py": "",
+        "support/__init__.py": "",
+        "support/servers.py": "from tests.support.paths import ROOT\n",
+        "fixture/__init__.py": "",
+        "fixture/test_load.py": "from tests.fixture.test_other import HELPER\n",
+        "fixture/helper.py": "",
+        "fixture/corpus/accept/a.jsonl": "",
+        "vendors/__init__.py": "",
+        "vendors/gemini/__init__.py": "",
+        "vendors/gemini/test_sdk.py": "from tests.support.servers import x\nfrom . import y\n",
+        "vendors/acme/__init__.py": "",
+        "manifest/__init__.py": "",
+        "manifest/test_grammar.py": "",
+        "nowhere/__init__.py": "",
+        "nowhere/test_x.py": "",
+        "noinit/test_y.py": "import tests.noinit.test_z\n",
+    }
+    for name, text in files.items():
+        (tests / name).parent.mkdir(parents=True, exist_ok=True)
+        (tests / name).write_text(text)
+    assert unmirrored(tests, package) == [
+        "noinit/: no __init__.py",
+        "nowhere/: mirrors nothing in the package",
+    ]
+    assert misplaced_modules(tests) == ["fixture/helper.py", "test_loose.py"]
+    assert cross_imports(tests) == [
+        "fixture/test_load.py: tests.fixture.test_other",
+        "noinit/test_y.py: tests.noinit.test_z",
+        "vendors/gemini/test_sdk.py: .",
+    ]

@@ -1,7 +1,7 @@
-"""Maps that cannot drift (issue 23, item 4): every module of the package is on its
-package's ``__init__`` docstring map and on docs/architecture.md's map of the package,
-nothing on either map is missing on disk, and every module's public names are in its
-``__all__``."""
+"""Maps that cannot drift: every module of the package is on its package's ``__init__``
+docstring map and on docs/architecture.md's map of the package, nothing on either map is
+missing on disk, and every module's public names are in its ``__all__``; the map of the
+tests is the test tree, and every test file the repository names exists."""
 
 from __future__ import annotations
 
@@ -51,14 +51,14 @@ def mapped_names(text: str) -> set[str]:
     return found
 
 
-def architecture_map() -> set[str]:
-    """Every path on docs/architecture.md's map of the package (``replay_actor/``
+def _map_of(heading: str, root: str) -> set[str]:
+    """Every path on the map under ``heading`` in docs/architecture.md (``root``
     relative: ``replay/core/control.py``, ``replay/core/``), read from its indentation."""
     text = ARCHITECTURE.read_text("utf-8")
-    section = text.split("## Map of the package", 1)[1]
+    section = text.split(heading, 1)[1]
     block = section.split("```", 2)[1]
     lines = block.splitlines()[1:]
-    assert lines[0].strip() == "replay_actor/"
+    assert lines[0].strip() == root
     stack: list[str] = []
     paths = set()
     for line in lines[1:]:
@@ -70,6 +70,16 @@ def architecture_map() -> set[str]:
         stack.append(match.group(2))
         paths.add("".join(stack))
     return paths
+
+
+def architecture_map() -> set[str]:
+    """Every path on docs/architecture.md's map of the package."""
+    return _map_of("## Map of the package", "replay_actor/")
+
+
+def map_of_the_tests() -> set[str]:
+    """Every path on docs/architecture.md's map of the tests (``tests/`` relative)."""
+    return _map_of("## Map of the tests", "tests/")
 
 
 def _on_disk() -> set[str]:
@@ -125,6 +135,89 @@ def test_the_map_readers_see_what_they_should() -> None:
         "core/",
     }
     assert {"replay/core/control.py", "replay/core/", "cli/_shared.py"} <= architecture_map()
+
+
+# -- the map of the tests, and the test files the repository names ---------------------
+
+TESTS = ROOT / "tests"
+
+
+def tree_on_disk(tests: Path) -> set[str]:
+    """Every folder and module of a test tree (``__init__.py`` aside), ``tests/``
+    relative; a data folder (no ``.py`` inside: ``fixture/corpus/``) as itself, its files
+    unlisted."""
+    found: set[str] = set()
+
+    def walk(folder: Path, prefix: str) -> None:
+        for path in folder.iterdir():
+            if path.name == "__pycache__" or path.name.startswith("."):
+                continue
+            if path.is_dir():
+                found.add(f"{prefix}{path.name}/")
+                if any(path.rglob("*.py")):
+                    walk(path, f"{prefix}{path.name}/")
+            elif path.suffix == ".py" and path.name != "__init__.py":
+                found.add(prefix + path.name)
+
+    walk(tests, "")
+    return found
+
+
+def test_the_test_map_matches_the_disk() -> None:
+    on_map = map_of_the_tests()
+    on_disk = tree_on_disk(TESTS) | {"__init__.py"}
+    assert sorted(on_disk - on_map) == [], "missing from docs/architecture.md's map of the tests"
+    assert sorted(on_map - on_disk) == [], "on docs/architecture.md's map of the tests, not on disk"
+
+
+#: Where the repository names a test file as the proof of a claim.
+CITING = ("README.md", "Makefile", "pyproject.toml", "docs", "examples", "benchmarks", "tests")
+_TEST_FILE = re.compile(r"(?<![\w/.])tests/[\w/]+\.py\b")
+
+
+def cited_test_files(root: Path) -> dict[str, set[str]]:
+    """Each test file (``tests/...py``) that a file of ``CITING`` names -> those files."""
+    found: dict[str, set[str]] = {}
+    for name in CITING:
+        where = root / name
+        paths = [where] if where.is_file() else sorted(where.rglob("*"))
+        for path in paths:
+            if path.suffix not in (".md", ".py", ".toml") and path.name != "Makefile":
+                continue
+            for cited in _TEST_FILE.findall(path.read_text("utf-8")):
+                found.setdefault(cited, set()).add(path.relative_to(root).as_posix())
+    return found
+
+
+def test_every_test_file_the_repository_names_exists() -> None:
+    cited = cited_test_files(ROOT)
+    missing = {name: sorted(where) for name, where in cited.items() if not (ROOT / name).is_file()}
+    assert missing == {}
+    assert "tests/docs/test_first_screen.py" in cited  # the README's, at least
+
+
+def test_the_tree_readers_see_what_they_should(tmp_path: Path) -> None:
+    # The checks above can fail: a data folder is listed as itself, a module in a
+    # subfolder by its path, and a cited file is found wherever it is named.
+    (tmp_path / "tests" / "fixture" / "corpus").mkdir(parents=True)
+    (tmp_path / "tests" / "fixture" / "corpus" / "a.jsonl").write_text("")
+    for name in ("__init__.py", "conftest.py", "fixture/__init__.py", "fixture/test_load.py"):
+        (tmp_path / "tests" / name).write_text("")
+    assert tree_on_disk(tmp_path / "tests") == {
+        "conftest.py",
+        "fixture/",
+        "fixture/test_load.py",
+        "fixture/corpus/",
+    }
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("see tests/fixture/test_load.py, not x/tests/y.py")
+    gone = "tests/gone/" + "test_old.py"  # split, or this module would cite it
+    (tmp_path / "Makefile").write_text(f"# ({gone})\n")
+    assert cited_test_files(tmp_path) == {
+        "tests/fixture/test_load.py": {"docs/a.md"},
+        gone: {"Makefile"},
+    }
+    assert {"support/paths.py", "replay/caller/", "fixture/corpus/"} <= map_of_the_tests()
 
 
 # -- public names and __all__ ----------------------------------------------------------
