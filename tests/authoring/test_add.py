@@ -14,10 +14,10 @@ import pytest
 
 from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture, request_hash
 from replay_actor.authoring.add import Added, add_response
-from replay_actor.cli import main
 from replay_actor.files.durable import take_lock
 from replay_actor.files.sidecar import sidecar_path
 from replay_actor.fixture._format import entry_line
+from tests.support.cli import run, write_json
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.timeout(90)
@@ -219,17 +219,6 @@ def test_concurrent_writers_keep_the_file_valid_and_lose_nothing(
 
 REQUEST: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
 HASH = request_hash(REQUEST)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def write_json(path: Path, value: Any) -> str:
-    path.write_text(json.dumps(value), encoding="utf-8")
-    return str(path)
 
 
 # -- add on an entry whose hash is spelled with a JSON escape ------------------------

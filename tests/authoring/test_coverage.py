@@ -13,8 +13,8 @@ import pytest
 
 from replay_actor import ReplayError, load_fixture, request_hash
 from replay_actor.authoring.coverage import coverage, coverage_text
-from replay_actor.cli import main
 from replay_actor.fixture._format import entry_line
+from tests.support.cli import run
 from tests.support.paths import ROOT as REPO
 
 pytestmark = pytest.mark.timeout(60)
@@ -127,12 +127,6 @@ def test_a_corrupt_or_missing_record_is_named(fixture: Path, tmp_path: Path) -> 
 
 REQUEST: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
 HASH = request_hash(REQUEST)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # -- coverage on a FIFO -----------------------------------------------------------------

@@ -15,24 +15,13 @@ import pytest
 
 from replay_actor import ReplayMiss, acquire, entry_line, load_fixture, request_hash
 from replay_actor._request import canonical_request
-from replay_actor.cli import main
 from replay_actor.files.sidecar import SidecarWriter, sidecar_line, sidecar_path
+from tests.support.cli import run, write_json
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
 
 REQUEST: dict[str, Any] = {"messages": [{"role": "user", "content": "hi"}]}
 HASH = request_hash(REQUEST)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def write_json(path: Path, value: Any) -> str:
-    path.write_text(json.dumps(value), encoding="utf-8")
-    return str(path)
 
 
 # -- a miss on a huge sidecar stays cheap; explain streams -----------------------------

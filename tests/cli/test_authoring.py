@@ -12,9 +12,9 @@ import pytest
 
 from replay_actor import entry_line, load_fixture, request_hash
 from replay_actor._request import canonical_request
-from replay_actor.cli import main
 from replay_actor.files.durable import release_lock, take_lock
 from replay_actor.files.sidecar import SidecarWriter, sidecar_path
+from tests.support.cli import run
 from tests.support.frontdoor_util import neutral, shell
 
 pytestmark = pytest.mark.timeout(60)
@@ -31,12 +31,6 @@ RECORDED: dict[str, Any] = {
 MISSING = copy.deepcopy(RECORDED)
 MISSING["params"]["temperature"] = 0.7
 MISSING["tools"].append({"name": "events"})
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture
