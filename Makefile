@@ -41,7 +41,7 @@ pytest: $(STAMP) node-deps browser ## pytest only
 	$(PY) -m pytest
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
-# @ai-sdk/openai) packages from Node (tests/test_frontdoor_node.py); where node is
+# @ai-sdk/openai) packages from Node (tests/frontdoor/test_node.py); where node is
 # missing those tests skip.
 NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
@@ -61,13 +61,13 @@ bench: $(BSTAMP) ## run benchmarks/, print the table, rewrite docs/benchmarks.md
 	$(PY) -m benchmarks
 
 soak: $(STAMP) ## random-kill soak: 1,000 cycles of killed owners, actors, zygotes, copies (minutes; not in make test)
-	$(PY) -m tests.soak --cycles 1000
+	$(PY) -m tests.support.soak --cycles 1000
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 
 # The attribution example's HTML page is opened in headless Chromium
-# (tests/test_attribution_example.py); Debian's package is installed where apt-get runs as
+# (tests/examples/test_attribution.py); Debian's package is installed where apt-get runs as
 # root, and the test skips where no Chromium can be had.
 browser: ## install Debian's chromium for the HTML tests (root with apt-get only)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \

@@ -1,7 +1,7 @@
 """replay-actor: serve language-model responses from a frozen fixture, exactly.
 
 The public API is re-exported here; everything else lives in private ``_modules`` and
-may change without notice. ``tests/test_exported_members.py`` pins ``__all__``.
+may change without notice. ``tests/package/test_exported_members.py`` pins ``__all__``.
 
 Names are resolved on first use (PEP 562 ``__getattr__``): the zygote imports
 ``replay_actor.replay.forked.zygote``, which runs this file first, and must not pay for

@@ -4,8 +4,8 @@
 
 Each hash is the neutral request the ``replay`` provider builds for a sample (one user
 message, the epoch in ``scope``), computed with the provider's own mapping, so the task
-and the fixture cannot drift apart; ``tests/test_inspect.py`` checks that this script's
-output matches the file on disk.
+and the fixture cannot drift apart; ``tests/integrations/test_inspect_ai.py`` checks that
+this script's output matches the file on disk.
 """
 
 from __future__ import annotations

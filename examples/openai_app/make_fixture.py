@@ -5,7 +5,7 @@
 The app runs once against a provider that writes down each neutral request the SDK
 transport hands it and answers from ``ANSWERS`` in order; each fixture line's hash is
 ``request_hash`` of that request. So the fixture can never drift from the app:
-``tests/test_example_openai_app.py`` checks that this output matches the file on disk.
+``tests/examples/test_openai_app.py`` checks that this output matches the file on disk.
 """
 
 from __future__ import annotations

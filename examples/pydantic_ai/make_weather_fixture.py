@@ -3,8 +3,9 @@
     .venv/bin/python examples/pydantic_ai/make_weather_fixture.py
 
 The two requests are the ones the weather agent asks (instructions as the system
-message, the tool, then the tool call and its result); ``tests/test_pydantic_ai.py``
-checks that this script's output matches the file on disk.
+message, the tool, then the tool call and its result);
+``tests/integrations/test_pydantic_ai.py`` checks that this script's output matches the
+file on disk.
 """
 
 from __future__ import annotations

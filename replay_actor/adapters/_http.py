@@ -193,7 +193,7 @@ def _deadline_backend(httpcore: Any, inner: Any) -> Any:
 def _install_deadline(client: Any) -> None:
     """Put the deadline backend under every transport of a sync httpx2 client (the
     default one and any proxy mounts). httpx2 has no public hook for the network
-    backend, so this sets the pool's; tests/test_live_hardening.py fails if a new
+    backend, so this sets the pool's; tests/adapters/test_http.py fails if a new
     httpx2 moves it (a trickling endpoint would then hold the call again)."""
     import httpcore2
 

@@ -1,7 +1,7 @@
 """Replay: one acquisition's cursor actor, and the caller's handles on it.
 
 The folders say the process a file runs in (docs/architecture.md, "Rooms by process");
-``tests/test_replay_layer.py`` enforces which room may import which::
+``tests/replay/test_rooms.py`` enforces which room may import which::
 
     core/      any      I/O-free: the frames and their messages, a handle's lifecycle
     io/        both     plumbing both sides use: the socket channel, processes, the record

@@ -37,8 +37,8 @@ from replay_actor import entry_line, request_hash
 from replay_actor.replay.forked.zygote import CACHE_ENTRY_BYTES
 from replay_actor.replay.io.cores import CoreFollower
 from replay_actor.replay.io.waits import readable, ready
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 HELD = 1_100
 #: The hard limit a child needs: 1,100 held, and room for what the library opens.
 NEEDED = 1_200
@@ -384,7 +384,7 @@ def test_the_front_door(fixture_path: Path, tmp_path: Path) -> None:
 @pytest.mark.timeout(240)
 def test_the_ray_backend(fixture_path: Path) -> None:
     pytest.importorskip("ray")
-    from tests.raycluster import local_cluster
+    from tests.support.raycluster import local_cluster
 
     with local_cluster(head_cpus=1) as cluster:
         result = _child(_RAY_DRIVER, cluster.gcs_address, str(fixture_path), timeout=180)

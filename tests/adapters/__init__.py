@@ -1,0 +1,1 @@
+"""adapters/: the live adapters and their HTTP client."""

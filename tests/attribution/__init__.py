@@ -1,0 +1,1 @@
+"""attribution/: the run log and compare."""

@@ -1,0 +1,1 @@
+"""authoring/: explain, add, coverage, and a miss explained."""

@@ -1,0 +1,1 @@
+"""examples/: each example runs as its docs say, from fixtures it derives."""

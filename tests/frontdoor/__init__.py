@@ -1,0 +1,1 @@
+"""frontdoor/: serve, run, the seal, and the clients run under it (Python, Node)."""

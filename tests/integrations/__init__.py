@@ -1,0 +1,1 @@
+"""integrations/: the SDK clients, Inspect, pydantic-ai, the pytest plugin, frameworks."""

@@ -1,0 +1,1 @@
+"""manifest: open_provider from one TOML table."""

@@ -1,0 +1,1 @@
+"""replay/caller/: the acquiring process's side (async, pipelines, faults, Ray)."""

@@ -1,0 +1,1 @@
+"""replay/core/: the I/O-free core (the control messages)."""

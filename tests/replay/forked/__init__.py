@@ -1,0 +1,1 @@
+"""replay/forked/: the processes forked off (the zygote, the holders, the actor)."""

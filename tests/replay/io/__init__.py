@@ -1,0 +1,1 @@
+"""replay/io/: the plumbing both sides use (the channel, the core follower)."""

@@ -1,0 +1,1 @@
+"""serving/: the HTTP exchange: answers, routes, outcomes, batches."""

@@ -1,0 +1,1 @@
+"""vendors/: every vendor wire shape <-> neutral; the files here span families."""

@@ -1,0 +1,1 @@
+"""vendors/anthropic/: Anthropic's shapes (messages, count_tokens)."""

@@ -1,0 +1,1 @@
+"""vendors/cohere/: Cohere's shapes."""

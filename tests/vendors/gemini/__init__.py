@@ -1,0 +1,1 @@
+"""vendors/gemini/: Google Gemini's shapes (generateContent, embed, countTokens)."""

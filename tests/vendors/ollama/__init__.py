@@ -1,0 +1,1 @@
+"""vendors/ollama/: Ollama's native API (chat, generate, embed)."""

@@ -1,0 +1,1 @@
+"""vendors/openai/: OpenAI's shapes (chat, Responses, embeddings, completions, input tokens)."""
