@@ -12,8 +12,8 @@ log, so ``compare`` can find the sample's calls whichever way the eval reached t
   the model event's input, tools, tool choice and config, with the epoch's scope (and
   without it, for a scope-less run);
 - through an SDK client under ``replay-actor run`` (Inspect's own ``openai/…`` or
-  ``anthropic/…`` providers, ``--batch`` included): the vendor body the event's call
-  recorded, read as the front door reads it.
+  ``anthropic/…`` providers, ``--batch`` included): the SDK call the event recorded
+  (chat completions, Responses or messages), read as the front door reads its body.
 """
 
 from __future__ import annotations
@@ -49,12 +49,20 @@ def _hash_or_none(request: Any) -> str | None:
         return None
 
 
-def _vendor_hashes(body: Any) -> list[str]:
-    """The hashes of an SDK body recorded in a model event, read as each chat shape."""
+#: What an SDK call takes beside the body (never sent in it); ``extra_body`` is merged.
+_SDK_OPTIONS = ("extra_headers", "extra_query", "timeout")
+
+
+def _vendor_hashes(recorded: dict[str, Any]) -> list[str]:
+    """The hashes of an SDK call recorded in a model event (its keyword arguments), read
+    as each shape Inspect's own providers send: chat completions, Responses, messages."""
     from ..vendors import make_vendor
 
+    body = {k: v for k, v in recorded.items() if k not in _SDK_OPTIONS and k != "extra_body"}
+    if isinstance(recorded.get("extra_body"), dict):
+        body.update(recorded["extra_body"])
     found = []
-    for shape in ("openai", "anthropic"):
+    for shape in ("openai", "openai-responses", "anthropic"):
         try:
             request = make_vendor(shape).read_body(body).request
         except (ValueError, TypeError, KeyError, AttributeError):
