@@ -207,6 +207,10 @@ def _who(step: Step | None) -> str:
     return f"{what} ({step.outcome}{attempts})"
 
 
+def _calls(n: int) -> str:
+    return f"{n} call" if n == 1 else f"{n} calls"
+
+
 def _skipped(log: LogRead) -> str:
     total = sum(log.skipped.values())
     if not total:
@@ -249,7 +253,7 @@ def _asks(r: SampleResult) -> list[str]:
 def _sample_text(r: SampleResult) -> list[str]:
     lines = [
         headline(r),
-        f"  (baseline {r.baseline_calls} calls, candidate {r.candidate_calls})",
+        f"  (baseline {_calls(r.baseline_calls)}, candidate {r.candidate_calls})",
         *_asks(r),
         f"  baseline:  {_who(r.baseline)}",
         f"  candidate: {_who(r.candidate)}",
@@ -355,8 +359,8 @@ def _html_sample(r: SampleResult) -> str:
     parts = [
         f'<h3>sample <code>{_e(r.name)}</code>: {score}<span class="{_e(r.status)}">'
         f"{_e(_WORDS[r.status])}{_e(where)}</span></h3>",
-        f"<p>{asks}baseline: {r.baseline_calls} calls, <code>{_e(_who(r.baseline))}</code><br>"
-        f"candidate: {r.candidate_calls} calls, <code>{_e(_who(r.candidate))}</code></p>",
+        f"<p>{asks}baseline: {_calls(r.baseline_calls)}, <code>{_e(_who(r.baseline))}</code><br>"
+        f"candidate: {_calls(r.candidate_calls)}, <code>{_e(_who(r.candidate))}</code></p>",
     ]
     if r.differences:
         rows = "".join(

@@ -13,9 +13,11 @@ The rules (docs/attribution.md, "How calls become samples"), first that holds:
 3. **Conversation lineage**: a call joins the sample of the latest earlier call *of the
    same scope* whose messages its own extend (the next turn of one conversation); a call
    that extends none starts a sample.
-4. A call whose request neither sidecar holds, or that has no messages (an embedding),
-   belongs to its scope's only conversation if it has exactly one, else to the scope's
-   **bag**: calls that cannot be told apart by conversation, compared as a set.
+4. A call without messages (an embedding, a completion) or whose request neither
+   sidecar holds belongs to its scope's conversation if the scope has exactly one.
+   Otherwise a call without messages is a sample of its own (lm_eval's completions:
+   one document each), and one whose request is unknown joins its scope's **bag**:
+   calls that cannot be told apart by conversation, compared as a set.
 
 Only the content of the calls and the order of each conversation's own calls decide;
 the order in which concurrent samples interleave in the log never does.
@@ -151,10 +153,12 @@ class _Grouping:
             sample = self.failed[(group, digest)]
         else:
             shape = self.shapes.get(digest) if digest is not None else None
-            if shape is None or not shape.messages:
+            if shape is None:
                 sample = self.bags.get(group) or self.bags.setdefault(
                     group, self._new("bag", group)
                 )
+            elif not shape.messages:  # an embedding, a completion: one call of its own
+                sample = self._new("single", group)
             else:
                 sample = self._conversation(call, shape.prefixes)
         before = sample.steps[-1] if sample.steps else None
@@ -165,7 +169,9 @@ class _Grouping:
             self.failed[(group, digest)] = sample
 
     def finish(self) -> list[Sample]:
-        """The samples, a bag folded into its scope's only conversation (rule 4)."""
+        """The samples: in a scope of one conversation, the calls without messages and
+        the bag folded into it (rule 4); elsewhere a call without messages is a sample
+        of its own."""
         conversations: dict[str | None, list[Sample]] = {}
         for sample in self.samples:
             if sample.kind == "conversation":
@@ -173,11 +179,13 @@ class _Grouping:
         out = []
         for sample in self.samples:
             only = conversations.get(sample.group, [])
-            if sample.kind == "bag" and len(only) == 1:
+            if sample.kind in ("bag", "single") and sample.group is not None and len(only) == 1:
                 only[0].anchor = only[0].first
                 merged = only[0].steps + sample.steps
                 only[0].steps = sorted(merged, key=lambda step: step.call.number)
                 continue
+            if sample.kind == "single":
+                sample.kind = "conversation"
             out.append(sample)
         return out
 

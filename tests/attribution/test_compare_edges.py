@@ -72,9 +72,7 @@ def test_a_path_that_is_not_utf8_is_named_and_compares(
     base, cand = _logs(tmp_path)
     odd = os.fsdecode(bytes(tmp_path) + b"/caf\xe9.log")  # Latin-1 bytes: not UTF-8
     os.rename(base if where == "baseline" else cand, odd)
-    os.rename(
-        f"{base if where == 'baseline' else cand}.requests.jsonl", odd + ".requests.jsonl"
-    )
+    os.rename(f"{base if where == 'baseline' else cand}.requests.jsonl", odd + ".requests.jsonl")
     args = [odd, str(cand)] if where == "baseline" else [str(base), odd]
     page = tmp_path / "page.html"
     assert main(["compare", *args, "--html", str(page)]) == 0

@@ -48,7 +48,16 @@ SAID: list[str] = [""]
 
 def _inspect(folder: Path, logs: str, *args: str, run: list[str] | None = None) -> Path:
     """``inspect eval arithmetic.py ARGS`` (under ``replay-actor RUN`` when given): its log."""
-    command = [INSPECT, "eval", "arithmetic.py", "--max-connections", "10", "--log-dir", logs, *args]
+    command = [
+        INSPECT,
+        "eval",
+        "arithmetic.py",
+        "--max-connections",
+        "10",
+        "--log-dir",
+        logs,
+        *args,
+    ]
     if run is not None:
         command = [sys.executable, "-m", "replay_actor", *run, "--", *command]
     done = subprocess.run(
@@ -177,6 +186,30 @@ def test_compare_names_exactly_the_three_changed_samples(
     for sid in CHANGED:
         assert f"<code>{sid} (epoch 1)</code>" in page
     assert page.count("score C → error") == 3
+
+
+def test_the_page_in_headless_chromium(folder: Path, replayed: tuple[Path, Path]) -> None:
+    """The page as headless Chromium renders it names the same three samples."""
+    _compare(folder, "base.log", "cand.log", replayed, "--html", "page.html")
+    page = folder / "page.html"
+    browser = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
+    if browser is None:
+        pytest.skip("no Chromium installed (make browser)")
+    profile = folder / "chromium-profile"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    flags += ["--disable-component-update", "--no-first-run", f"--user-data-dir={profile}"]
+    done = subprocess.run(
+        [browser, *flags, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for sid, question in CHANGED.items():
+        assert f"sample <code>{sid} (epoch 1)</code>: " in done.stdout
+        assert f"{question} Show your working." in done.stdout
+    assert "Summary: 20 samples" in done.stdout
 
 
 def test_the_recorded_log_as_the_baseline_gives_the_same(

@@ -126,6 +126,27 @@ def test_an_eval_row_is_one_sample_and_pairs_by_row_on_a_tie(
         assert sample["row"] == {"epoch": 1, "sample": sample["sample"].split()[0]}
 
 
+def test_each_completion_request_is_a_sample_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # lm_eval's loglikelihood requests: legacy completions, no messages, no scope.
+    def completions(changed: bool) -> list[list[Call]]:
+        out: list[list[Call]] = []
+        for n, question in enumerate(QUESTIONS[:6]):
+            prompt = f"Q: {question}\nA:" + (" Think." if changed and n == 2 else "")
+            out.append([({"kind": "completion", "prompt": prompt}, "served", None)])
+        return out
+
+    base = write_log(tmp_path / "base.log", interleave(completions(False), 8))
+    cand = write_log(tmp_path / "cand.log", interleave(completions(True), 9))
+    code, document = _compare(capsys, base, cand)
+    assert code == 1
+    assert document["summary"]["samples"] == 6 and document["summary"]["identical"] == 5
+    (sample,) = [s for s in document["samples"] if s["status"] == "diverged"]
+    assert sample["question"]["baseline"] == f"Q: {QUESTIONS[2]} A:"
+    assert [d["path"] for d in sample["differences"]] == ["prompt"]
+
+
 def _report(base: Path, cand: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     capsys.readouterr()
     code = main(["compare", str(base), str(cand)])
