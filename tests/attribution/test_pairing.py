@@ -168,7 +168,7 @@ def _evals(draw: st.DrawFn) -> tuple[list[list[Call]], list[list[Call]]]:
         answers = draw(st.lists(st.sampled_from(["yes", "no"]), max_size=2))
         scope = draw(st.sampled_from([None, {"epoch": 1}]))
         base.append(conversation(question, answers, scope=scope))
-        change = draw(st.sampled_from(["same", "prompt", "answer", "drop", "miss"]))
+        change = draw(st.sampled_from(["same", "prompt", "answer", "drop", "miss", "retry"]))
         if change == "same":
             cand.append(conversation(question, answers, scope=scope))
         elif change == "prompt":
@@ -177,6 +177,8 @@ def _evals(draw: st.DrawFn) -> tuple[list[list[Call]], list[list[Call]]]:
             cand.append(conversation(question, [*answers, "maybe"], scope=scope))
         elif change == "miss":
             cand.append(conversation(question, answers, scope=scope, outcome="miss"))
+        elif change == "retry":  # a changed prompt that misses, tried three times
+            cand.append(conversation(question + " Again.", scope=scope, outcome="miss") * 3)
     if draw(st.booleans()):
         cand.append(conversation("A question only the candidate asks?"))
     return base, cand
