@@ -5,7 +5,7 @@ by call to the first place they part.
 Runs in: the ``replay-actor compare`` process.
 
 Per pair, the first rule that holds (a call is a step: its retries are attempts of it;
-two steps are the same call when their ``Call.key`` is, the request hash, or in a
+two steps are the same call when their ``Step.key`` is, the request hash, or in a
 private log the fixture line and element):
 
 =============  =================================================================
@@ -100,28 +100,32 @@ def _steps(sample: Sample | None) -> list[Step]:
     if sample is None:
         return []
     if sample.kind == "bag":
-        return sorted(sample.steps, key=lambda step: step.order)
+        return sorted(sample.steps, key=lambda step: step.key)
     return sample.steps
 
 
 def _compare(base: Sample | None, cand: Sample | None) -> SampleResult:
     name = label_of(base) if base is not None else label_of(cand) if cand is not None else ""
     b, c = _steps(base), _steps(cand)
+    status, at, x, y = _first_difference(b, c, base is not None, cand is not None)
+    return SampleResult(name, status, at, len(b), len(c), x, y, None, base, cand)
 
-    def result(status: str, call: int | None, x: Step | None, y: Step | None) -> SampleResult:
-        return SampleResult(name, status, call, len(b), len(c), x, y, None, base, cand)
 
+def _first_difference(
+    b: list[Step], c: list[Step], in_base: bool, in_cand: bool
+) -> tuple[str, int | None, Step | None, Step | None]:
+    """(status, call, baseline's step, candidate's step) of two samples' steps."""
     for index, (mine, theirs) in enumerate(zip(b, c, strict=False)):
         if mine.key != theirs.key:
-            return result("diverged", index + 1, mine, theirs)
-    if len(c) < len(b) or (base is not None and cand is None):
-        return result("fewer", len(c) + 1, b[len(c)] if len(c) < len(b) else None, None)
-    if len(c) > len(b) or (cand is not None and base is None):
-        return result("extra", len(b) + 1, None, c[len(b)] if len(b) < len(c) else None)
+            return "diverged", index + 1, mine, theirs
+    if len(c) < len(b) or (in_base and not in_cand):
+        return "fewer", len(c) + 1, b[len(c)] if len(c) < len(b) else None, None
+    if len(c) > len(b) or (in_cand and not in_base):
+        return "extra", len(b) + 1, None, c[len(b)] if len(b) < len(c) else None
     for index, theirs in enumerate(c):
         if theirs.outcome != "served":
-            return result("missed", index + 1, b[index], theirs)
-    return result("identical", None, None, None)
+            return "missed", index + 1, b[index], theirs
+    return "identical", None, None, None
 
 
 def _diverged_hashes(results: Iterable[SampleResult]) -> set[str]:

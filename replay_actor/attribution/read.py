@@ -81,14 +81,6 @@ class Call(msgspec.Struct, frozen=True):
     path: str | None
     row: str | None = None  #: the eval row's RFC 8785 text (docs/attribution.md), or None
 
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """What makes two calls the same call: the request's hash when the log has it,
-        else (a private log) the fixture line and element that answered it."""
-        if self.request_hash is not None:
-            return ("hash", self.request_hash)
-        return ("line", self.line, self.element, self.outcome)
-
 
 class LogRead(msgspec.Struct):
     """Every usable call of one log, in file order, and the lines skipped by reason."""

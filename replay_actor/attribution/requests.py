@@ -78,7 +78,7 @@ class Requests:
             if not present or not left:
                 continue
             try:
-                for digest, split in read_sidecar(path):
+                for digest, split in read_sidecar(path, wanted=left):
                     if digest in left:
                         left.discard(digest)
                         yield digest, split

@@ -44,21 +44,18 @@ class Step(msgspec.Struct):
     call: Call
     last: Call
     attempts: int
-    key: tuple[Any, ...]  #: ``call.key``: what makes two steps the same call
+    #: What makes two steps the same call, as text (what samples are ordered by): the
+    #: request hash; in a private log, the fixture line and element and the outcome.
+    key: str
 
     @classmethod
     def of(cls, call: Call) -> Step:
-        return cls(call, call, 1, call.key)
+        key = call.request_hash or f"{call.line}:{call.element}:{call.outcome}"
+        return cls(call, call, 1, key)
 
     @property
     def outcome(self) -> str:
         return self.last.outcome
-
-    @property
-    def order(self) -> str:
-        """The step's content as text, to order by (a hash, else its fixture line)."""
-        call = self.call
-        return call.request_hash or f"{call.line}:{call.element}:{self.outcome}"
 
 
 class Sample(msgspec.Struct):
@@ -89,7 +86,7 @@ class Sample(msgspec.Struct):
         """The sample's content as text, to order samples by (never by the log's order);
         asked once grouping is done, and kept."""
         if self.ordered is None:
-            orders = tuple(step.order for step in self.steps)
+            orders = tuple(step.key for step in self.steps)
             self.ordered = tuple(sorted(orders)) if self.kind == "bag" else orders
         return self.ordered
 

@@ -18,7 +18,7 @@ import os
 from typing import Final
 
 from .._errors import ReplayError
-from ._shared import EXIT_OK, EXIT_USAGE, CLIError, Command, arg, print_json, write
+from ._shared import EXIT_OK, EXIT_USAGE, CLIError, Command, arg, write
 
 __all__ = ["COMPARE", "EXIT_DIFFERENT"]
 
@@ -41,6 +41,8 @@ def _write_html(path: str, page: str) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import msgspec
+
     from ..attribution.align import align
     from ..attribution.read import read_log
     from ..attribution.report import Comparison, html_page, json_document, text_report
@@ -67,7 +69,10 @@ def _compare(args: argparse.Namespace) -> int:
     if args.html is not None:
         _write_html(os.fspath(args.html), html_page(comparison))
     if args.json:
-        print_json(json_document(comparison))
+        # msgspec's encoder: the document of tens of thousands of samples in milliseconds
+        # (the standard one is pure Python once indented); the same layout as print_json.
+        document = msgspec.json.encode(json_document(comparison))
+        write(msgspec.json.format(document, indent=2) + b"\n")
     else:
         write(text_report(comparison).encode("utf-8", "surrogateescape"))
     return EXIT_OK if comparison.identical else EXIT_DIFFERENT
