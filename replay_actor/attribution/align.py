@@ -35,7 +35,7 @@ from ..authoring.nearest import Difference, differences
 from .evals import EvalRow, eval_samples_of
 from .pairing import needs_splits, pair_by_calls, pair_by_difference
 from .read import LogRead
-from .requests import Requests
+from .requests import Requests, shorten
 from .samples import Sample, Step, samples_of
 
 __all__ = ["STATUSES", "UNSCOPED", "SampleResult", "align", "label_of", "sort_key"]
@@ -75,13 +75,14 @@ def label_of(sample: Sample) -> str:
     """How the report names a sample: an eval sample or row by its own id, a conversation
     by its question (and scope), a bag by its scope."""
     if sample.label is not None:
-        return sample.label
+        return shorten(sample.label)
     if sample.row is not None:
-        return _row_label(sample.row)
+        return shorten(_row_label(sample.row))
+    group = None if sample.group is None else shorten(sample.group)
     if sample.kind == "bag":
-        return sample.group if sample.group is not None else UNSCOPED
+        return group if group is not None else UNSCOPED
     asked = encode_basestring(sample.question) if sample.question else "(no text)"
-    return asked if sample.group is None else f"{sample.group} {asked}"
+    return asked if group is None else f"{group} {asked}"
 
 
 def _natural(text: str) -> tuple[Any, ...]:

@@ -61,8 +61,9 @@ class Step(msgspec.Struct):
 class Sample(msgspec.Struct):
     """One sample of one log."""
 
-    #: ``conversation`` (lineage), ``row`` (an eval row), ``bag`` (calls without lineage,
-    #: compared as a set) or ``eval`` (an eval framework's own sample, ``--eval``).
+    #: ``conversation`` (lineage; a call without messages alone is one too), ``row`` (an
+    #: eval row), ``bag`` (calls of unknown requests, compared as a set) or ``eval`` (an
+    #: eval framework's own sample, ``--eval``); ``single`` while grouping only.
     kind: str
     group: str | None  #: the scope's text: samples pair within a scope
     steps: list[Step]
