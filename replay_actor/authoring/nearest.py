@@ -57,6 +57,7 @@ __all__ = [
     "Difference",
     "Nearest",
     "canonical_bytes",
+    "canonical_less",
     "differences",
     "find_nearest",
     "rank",
@@ -372,6 +373,40 @@ def canonical_bytes(split: Any) -> bytes:
     return b"{" + b",".join(parts) + b"}"
 
 
+def _first_differing_slices(a: Any, b: Any) -> tuple[bytes, bytes] | None:
+    """The first slices, in canonical order, where two split requests differ, when all
+    that comes before them is the same in both (so their canonical bytes agree up to
+    there); None when the requests are equal or differ first in what is present."""
+    for name in REQUEST_FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        if x == y:
+            continue
+        if name in LIST_FIELDS:
+            if not x or not y:
+                return None
+            for xi, yi in zip(x, y, strict=False):
+                if xi != yi:
+                    return bytes(xi), bytes(yi)
+            return None  # one list is the other's beginning
+        if x is msgspec.UNSET or y is msgspec.UNSET:
+            return None
+        return bytes(x), bytes(y)
+    return None
+
+
+def canonical_less(a: Any, b: Any) -> bool:
+    """``canonical_bytes(a) < canonical_bytes(b)``, deciding from the first differing
+    slices where it can (a tie among thousands of recorded requests must not rebuild
+    each one's bytes)."""
+    found = _first_differing_slices(a, b)
+    if found is not None:
+        x, y = found
+        shortest = min(len(x), len(y))
+        if x[:shortest] != y[:shortest]:
+            return x < y
+    return canonical_bytes(a) < canonical_bytes(b)
+
+
 # -- ranking -----------------------------------------------------------------------------------
 
 
@@ -411,22 +446,16 @@ def split_request(request: RequestLike) -> tuple[str, Any]:
 
 
 class _Best:
-    """The nearest so far: its ranking key, and its canonical bytes once a tie asks."""
+    """The nearest so far and its ranking key."""
 
     def __init__(self, nearest: Nearest, split: Any, distance: int) -> None:
         self.nearest = nearest
         self.split = split
         self.distance = distance
-        self._bytes: bytes | None = None
 
     @property
     def paths(self) -> int:
         return len(self.nearest.differences)
-
-    def canonical(self) -> bytes:
-        if self._bytes is None:
-            self._bytes = canonical_bytes(self.split)
-        return self._bytes
 
     def loses_to(self, paths: int, distance: int, split: Any) -> bool:
         """Whether a request with these paths and distance ranks before the best."""
@@ -434,7 +463,7 @@ class _Best:
             return paths < self.paths
         if distance != self.distance:
             return distance < self.distance
-        return canonical_bytes(split) < self.canonical()
+        return canonical_less(split, self.split)
 
 
 def rank(
