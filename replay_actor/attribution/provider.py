@@ -29,6 +29,7 @@ from .._errors import ReplayError, ReplayMiss, RequestError, SequenceExhausted
 from .._interface import ReleasedOnExit
 from .._request import HASHED, RequestLike, canonical_request, request_hash
 from .log import RunLog
+from .row import current_row
 
 if TYPE_CHECKING:
     from .._interface import Provider
@@ -164,9 +165,19 @@ class LoggedProvider(ReleasedOnExit):
                 digest,
                 line,
                 element,
+                current_row(),
             )
         else:
-            fields = (_kind(request), vendor, path, _scope(request), digest, line, element)
+            fields = (
+                _kind(request),
+                vendor,
+                path,
+                _scope(request),
+                digest,
+                line,
+                element,
+                current_row(),
+            )
         self.log.record(outcome, fields)
 
     @contextmanager

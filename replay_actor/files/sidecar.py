@@ -36,7 +36,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from typing import IO, Any, Final
 
 import msgspec
@@ -310,13 +310,16 @@ def read_sidecar(
     *,
     max_bytes: int | None = None,
     max_line: int = MAX_LINE_BYTES,
+    wanted: Container[str] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """(hash, split request) for each line of a sidecar, the first line of a hash only.
 
     Streams: the memory held is one line and the set of hashes seen. Skipped: a torn last
     line (no newline: a writer crashed mid-append), a line over ``max_line``, and a
     line nested too deeply to decode. With ``max_bytes``, stops before the line that
-    would take the bytes read past it. Raises ``ReplayError`` naming the path and line
+    would take the bytes read past it. With ``wanted``, a line in the writer's layout
+    whose hash is not wanted is passed over undecoded (``compare`` asks for a few
+    requests of a large sidecar). Raises ``ReplayError`` naming the path and line
     for a line that is not a sidecar line or a path that is not a regular file,
     ``FileNotFoundError`` when there is no sidecar.
     """
@@ -342,6 +345,10 @@ def read_sidecar(
             consumed += len(line)
             if max_bytes is not None and consumed > max_bytes:
                 return
+            if wanted is not None and not over_long:
+                digest = line_hash(line[:_REQUEST_AT])
+                if digest is not None and digest not in wanted:
+                    continue
             try:
                 entry = None if over_long else _parse_line(line[:-1])
             except _Unusable:

@@ -17,6 +17,8 @@ The mapping follows the OpenAI chat-completions one of docs/sdk.md, so a convers
 hashes alike whether it reached the model through Inspect or through an SDK client. The
 epoch goes into ``scope``: Inspect runs a sample's epochs concurrently, and without it
 identical requests would take a sequence's answers in arrival order (docs/authoring.md).
+The sample's id and epoch name the call's eval row for the run log (``current_row``,
+docs/attribution.md): beside the request, never hashed.
 
 One provider (one acquisition) per ``ModelAPI`` instance; Inspect memoises models, so
 that is one per eval process. It is released when Inspect closes the model, and in any
@@ -60,6 +62,7 @@ from inspect_ai.util._json import json_schema_dump
 from .._errors import ManifestError
 from .._interface import Provider
 from .._response import read_response
+from ..attribution.row import in_row
 from ..vendors._common import canonical_arguments, collapse_content
 from ._private import acall_private
 
@@ -69,6 +72,7 @@ __all__ = [
     "to_output",
     "to_request",
     "current_epoch",
+    "current_row",
 ]
 
 #: GenerateConfig fields that shape the model's answer, with their neutral ``params`` name
@@ -230,6 +234,17 @@ def current_epoch() -> int | None:
     return value
 
 
+def current_row() -> dict[str, Any] | None:
+    """The eval row of this generate call: ``{"sample": <id>, "epoch": <n>}`` (the run
+    log's ``row``), or None outside a sample."""
+    from inspect_ai.solver._task_state import sample_state
+
+    state = sample_state()
+    if state is None:
+        return None
+    return {"sample": state.sample_id, "epoch": state.epoch}
+
+
 def to_request(
     input: Sequence[ChatMessage],
     tools: Sequence[ToolInfo],
@@ -361,7 +376,8 @@ class ReplayModelAPI(ModelAPI):
         # Private mode: a miss is raised afresh, so the provider's frames (whose locals
         # hold the request hash) never reach Inspect's traceback, which shows every
         # frame's locals with INSPECT_TRACEBACK_LOCALS=1.
-        response = await acall_private(lambda: self._provider.acomplete(request))
+        with in_row(current_row()):
+            response = await acall_private(lambda: self._provider.acomplete(request))
         output = to_output(response, self.model_name, tools)
         return output, ModelCall.create(request=request, response=response)
 
