@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from replay_actor.cli import main
-from tests.attribution.logs import conversation, interleave, write_log
+from tests.support.attribution_logs import conversation, interleave, write_log
 
 QUESTIONS = ("What is 2 + 2?", "What is 3 + 5?", "What is 7 + 1?")
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.attribution.arith_vendor import ArithVendor
+from tests.support.arith_vendor import ArithVendor
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(600)]
 

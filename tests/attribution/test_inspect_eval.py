@@ -21,7 +21,7 @@ import pytest
 
 from replay_actor import load_fixture, request_hash
 from replay_actor.cli import main
-from tests.attribution.arith_vendor import ArithVendor
+from tests.support.arith_vendor import ArithVendor
 
 pytest.importorskip("inspect_ai")
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(600)]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_actor.cli import main
-from tests.attribution.logs import Call, conversation, interleave, write_log
+from tests.support.attribution_logs import Call, conversation, interleave, write_log
 
 QUESTIONS = [f"What is {a} + {b}?" for a, b in zip(range(2, 22), range(30, 10, -1), strict=True)]
 #: The samples the candidate changes (their prompt gains a sentence).
