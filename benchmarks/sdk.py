@@ -27,9 +27,9 @@ import openai
 
 from replay_actor import acquire, entry_line, gemini_client, openai_client, request_hash
 from replay_actor._response import read_response
-from replay_actor.vendors import gemini as vendor_gemini
-from replay_actor.vendors import openai as vendor_openai
-from replay_actor.vendors import openai_responses as vendor_responses
+from replay_actor.vendors.gemini import generate as vendor_gemini
+from replay_actor.vendors.openai import chat as vendor_openai
+from replay_actor.vendors.openai import responses as vendor_responses
 
 from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request, response_for

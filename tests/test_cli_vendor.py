@@ -11,7 +11,7 @@ import pytest
 
 from replay_actor import entry_line, request_hash
 from replay_actor.cli import main
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai import chat as vendor_openai
 
 OPENAI_BODY: dict[str, Any] = {
     "model": "gpt-4.1-mini",

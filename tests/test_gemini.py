@@ -29,9 +29,9 @@ from replay_actor import (
     request_hash,
 )
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
-from replay_actor.vendors import gemini as vendor_gemini
-from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors._common import response_id
+from replay_actor.vendors.gemini import generate as vendor_gemini
+from replay_actor.vendors.openai import chat as vendor_openai
 from tests.procs import actor_pids, wait_gone
 from tests.test_sdk import (
     CALL_RESPONSE,
@@ -589,7 +589,7 @@ def test_an_id_less_call_gets_the_same_id_wherever_it_is_read() -> None:
 
 def test_reasoning_replays_to_gemini_only_and_is_not_hashed() -> None:
     from replay_actor._response import read_response
-    from replay_actor.vendors import anthropic as vendor_anthropic
+    from replay_actor.vendors.anthropic import messages as vendor_anthropic
 
     live: dict[str, Any] = {
         "candidates": [

@@ -27,7 +27,7 @@ from replay_actor import (
     open_provider,
     request_hash,
 )
-from replay_actor.vendors.anthropic import to_body
+from replay_actor.vendors.anthropic.messages import to_body
 from tests.chat_server import ChatServer, JSONHandler, LoopbackServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]

@@ -30,10 +30,10 @@ from replay_actor.adapters.base import (
 from replay_actor.adapters.builtin import VendorAdapter, builtin_adapter
 from replay_actor.vendors import REGISTRY, Vendor, make_vendor, vendor_names
 from replay_actor.vendors._endpoint import EndpointOption, LiveEndpoint
-from replay_actor.vendors.anthropic import AnthropicMessages
-from replay_actor.vendors.gemini import GeminiGenerateContent
-from replay_actor.vendors.openai import OpenAIChat
-from replay_actor.vendors.openai_responses import OpenAIResponses
+from replay_actor.vendors.anthropic.messages import AnthropicMessages
+from replay_actor.vendors.gemini.generate import GeminiGenerateContent
+from replay_actor.vendors.openai.chat import OpenAIChat
+from replay_actor.vendors.openai.responses import OpenAIResponses
 from tests.chat_server import ChatServer
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,9 +35,9 @@ from replay_actor._request import canonical_request
 from replay_actor._response import read_response
 from replay_actor.files.sidecar import SidecarWriter
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
-from replay_actor.vendors import anthropic as vendor_anthropic
-from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors._common import response_id
+from replay_actor.vendors.anthropic import messages as vendor_anthropic
+from replay_actor.vendors.openai import chat as vendor_openai
 from tests.procs import actor_pids, wait_gone
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]

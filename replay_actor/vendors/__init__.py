@@ -50,12 +50,14 @@ import importlib
 import re
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from ._common import identifier
+
 if TYPE_CHECKING:
     from .._response import Response
     from ._common import VendorCall
     from ._endpoint import LiveEndpoint
 
-__all__ = ["REGISTRY", "Vendor", "make_vendor", "served_with", "vendor_names"]
+__all__ = ["REGISTRY", "Vendor", "identifier", "make_vendor", "served_with", "vendor_names"]
 
 
 class Vendor(Protocol):
@@ -116,19 +118,19 @@ class Vendor(Protocol):
 #: name -> "module:class", imported on first use (a vendor's module is only loaded when
 #: it is asked for).
 REGISTRY: Final[dict[str, str]] = {
-    "openai": "replay_actor.vendors.openai:OpenAIChat",
-    "anthropic": "replay_actor.vendors.anthropic:AnthropicMessages",
-    "openai-responses": "replay_actor.vendors.openai_responses:OpenAIResponses",
-    "gemini": "replay_actor.vendors.gemini:GeminiGenerateContent",
-    "openai-embeddings": "replay_actor.vendors.openai_embeddings:OpenAIEmbeddings",
-    "openai-completions": "replay_actor.vendors.openai_completions:OpenAICompletions",
-    "openai-input-tokens": "replay_actor.vendors.openai_input_tokens:OpenAIInputTokens",
-    "anthropic-count-tokens": "replay_actor.vendors.anthropic_count_tokens:AnthropicCountTokens",
-    "gemini-embed": "replay_actor.vendors.gemini_embed:GeminiEmbed",
-    "gemini-count-tokens": "replay_actor.vendors.gemini_count_tokens:GeminiCountTokens",
-    "ollama": "replay_actor.vendors.ollama:OllamaChat",
-    "ollama-generate": "replay_actor.vendors.ollama:OllamaGenerate",
-    "ollama-embed": "replay_actor.vendors.ollama:OllamaEmbed",
+    "openai": "replay_actor.vendors.openai.chat:OpenAIChat",
+    "anthropic": "replay_actor.vendors.anthropic.messages:AnthropicMessages",
+    "openai-responses": "replay_actor.vendors.openai.responses:OpenAIResponses",
+    "gemini": "replay_actor.vendors.gemini.generate:GeminiGenerateContent",
+    "openai-embeddings": "replay_actor.vendors.openai.embeddings:OpenAIEmbeddings",
+    "openai-completions": "replay_actor.vendors.openai.completions:OpenAICompletions",
+    "openai-input-tokens": "replay_actor.vendors.openai.input_tokens:OpenAIInputTokens",
+    "anthropic-count-tokens": "replay_actor.vendors.anthropic.count_tokens:AnthropicCountTokens",
+    "gemini-embed": "replay_actor.vendors.gemini.embed:GeminiEmbed",
+    "gemini-count-tokens": "replay_actor.vendors.gemini.count_tokens:GeminiCountTokens",
+    "ollama": "replay_actor.vendors.ollama.chat:OllamaChat",
+    "ollama-generate": "replay_actor.vendors.ollama.generate:OllamaGenerate",
+    "ollama-embed": "replay_actor.vendors.ollama.embed:OllamaEmbed",
 }
 
 

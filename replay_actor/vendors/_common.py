@@ -15,6 +15,7 @@ and frameworks, so they live in one place:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -32,6 +33,7 @@ __all__ = [
     "canonical_arguments",
     "collapse_content",
     "error_envelope",
+    "identifier",
     "read_tools",
     "refuse_unfaithful",
     "response_id",
@@ -59,6 +61,7 @@ NOT_HASHED: Final = frozenset(
     }
 )
 _TEXT_PART_KEYS: Final = frozenset({"type", "text"})
+_IDENTIFIER: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
 
 def canonical_arguments(text: str) -> str:
@@ -112,6 +115,14 @@ def response_id(response: Response, prefix: str) -> str:
     request hash never leaves the caller through an id.
     """
     return prefix + hashlib.sha256(canonical_json(msgspec.to_builtins(response))).hexdigest()[:24]
+
+
+def identifier(value: Any) -> str:
+    """``value`` quoted when it is a short identifier (a type name, an id), for an error
+    message; anything else could be a payload and is not repeated."""
+    if type(value) is str and _IDENTIFIER.match(value):
+        return repr(value)
+    return "(not an identifier)"
 
 
 def error_envelope(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
 from .._unstreamed import Unstreamed
-from .._vectors import live_vector, stored_vectors
-from ..openai_embeddings import read_texts
+from .._vectors import live_vector, read_texts, stored_vectors
 from ._wire import NOT_HASHED, error_body, live_endpoint, live_options, live_usage, read_options
 
 __all__ = [

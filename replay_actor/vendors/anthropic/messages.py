@@ -27,10 +27,10 @@ from typing import Any, Final
 
 import msgspec
 
-from .._canonical import canonical_json
-from .._errors import RequestError
-from .._response import Response, Unexpressible
-from ._common import (
+from ..._canonical import canonical_json
+from ..._errors import RequestError
+from ..._response import Response, Unexpressible
+from .._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
@@ -42,8 +42,8 @@ from ._common import (
     response_id,
     vendor_call,
 )
-from ._endpoint import EndpointOption, LiveEndpoint
-from ._turns import split_system, turns
+from .._endpoint import EndpointOption, LiveEndpoint
+from .._turns import split_system, turns
 
 __all__ = [
     "LIVE",

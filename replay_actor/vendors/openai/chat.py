@@ -22,9 +22,9 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import RequestError
-from .._response import Response
-from ._common import (
+from ..._errors import RequestError
+from ..._response import Response
+from .._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
@@ -36,7 +36,7 @@ from ._common import (
     response_id,
     vendor_call,
 )
-from ._endpoint import LiveEndpoint
+from .._endpoint import LiveEndpoint
 
 __all__ = [
     "LIVE",

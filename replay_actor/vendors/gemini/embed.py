@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._kinds import EMBEDDING
-from .._response import Response
-from . import gemini
-from ._common import MalformedResponse, VendorCall
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
-from ._vectors import live_vector, stored_vectors
+from ..._errors import RequestError
+from ..._kinds import EMBEDDING
+from ..._response import Response
+from .._common import MalformedResponse, VendorCall
+from .._endpoint import sibling
+from .._unstreamed import Unstreamed
+from .._vectors import live_vector, stored_vectors
+from . import generate as gemini
 
 __all__ = [
     "LIVE",

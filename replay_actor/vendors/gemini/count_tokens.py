@@ -14,13 +14,13 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import RequestError
-from .._response import Response
-from . import gemini
-from ._common import VendorCall
-from ._counting import chat_body, counted, live_count, stored_count
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
+from ..._errors import RequestError
+from ..._response import Response
+from .._common import VendorCall
+from .._counting import chat_body, counted, live_count, stored_count
+from .._endpoint import sibling
+from .._unstreamed import Unstreamed
+from . import generate as gemini
 
 __all__ = [
     "LIVE",

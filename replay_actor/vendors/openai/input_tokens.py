@@ -12,15 +12,15 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._response import Response
-from . import openai
-from ._common import VendorCall, error_envelope
-from ._counting import chat_body, counted, live_count, stored_count
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
-from .openai_responses.live import to_body as responses_body
-from .openai_responses.request import read_body as read_responses
+from ..._errors import RequestError
+from ..._response import Response
+from .._common import VendorCall, error_envelope
+from .._counting import chat_body, counted, live_count, stored_count
+from .._endpoint import sibling
+from .._unstreamed import Unstreamed
+from . import chat as openai
+from .responses.live import to_body as responses_body
+from .responses.request import read_body as read_responses
 
 __all__ = [
     "LIVE",

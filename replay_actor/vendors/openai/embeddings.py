@@ -14,41 +14,26 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._kinds import EMBEDDING
-from .._response import Response
-from . import openai
-from ._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
-from ._vectors import float32_base64, live_vector, stored_vectors
+from ..._errors import RequestError
+from ..._kinds import EMBEDDING
+from ..._response import Response
+from .._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
+from .._endpoint import sibling
+from .._unstreamed import Unstreamed
+from .._vectors import float32_base64, live_vector, read_texts, stored_vectors
+from . import chat as openai
 
 __all__ = [
     "LIVE",
     "OpenAIEmbeddings",
     "from_response",
     "read_body",
-    "read_texts",
     "response_body",
     "to_body",
 ]
 
 _OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
 _FORMATS: Final = frozenset({"float", "base64"})
-
-
-def read_texts(value: Any, where: str = "input") -> list[str]:
-    """A string or an array of strings as the texts to embed; ``RequestError`` else."""
-    if type(value) is str:
-        return [value]
-    if type(value) is not list or not value:
-        raise RequestError(f"{where} must be a string or a non-empty array of strings")
-    for i, item in enumerate(value):
-        if type(item) is not str:
-            raise RequestError(
-                f"{where}[{i}] must be a string (token arrays cannot be replayed or recorded)"
-            )
-    return list(value)
 
 
 def read_body(body: Any) -> VendorCall:

@@ -45,11 +45,11 @@ from typing import Any, Final
 
 import msgspec
 
-from ..._canonical import canonical_json
-from ..._errors import RequestError
-from ..._response import Response
-from .._common import VendorCall, error_envelope
-from ._fields import NAME, digest, identifier
+from ...._canonical import canonical_json
+from ...._errors import RequestError
+from ...._response import Response
+from ..._common import VendorCall, error_envelope, identifier
+from ._fields import NAME, digest
 from .answer import events, output_items, response_object
 from .live import LIVE, from_response, to_body
 from .request import ResponsesCall, read_body, read_items

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._response import Response
-from . import anthropic
-from ._common import VendorCall
-from ._counting import chat_body, counted, live_count, stored_count
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
+from ..._errors import RequestError
+from ..._response import Response
+from .._common import VendorCall
+from .._counting import chat_body, counted, live_count, stored_count
+from .._endpoint import sibling
+from .._unstreamed import Unstreamed
+from . import messages as anthropic
 
 __all__ = [
     "LIVE",

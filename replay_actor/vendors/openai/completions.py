@@ -14,11 +14,10 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import RequestError
-from .._kinds import COMPLETION
-from .._response import Response
-from . import openai
-from ._common import (
+from ..._errors import RequestError
+from ..._kinds import COMPLETION
+from ..._response import Response
+from .._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
@@ -27,7 +26,8 @@ from ._common import (
     response_id,
     vendor_call,
 )
-from ._endpoint import sibling
+from .._endpoint import sibling
+from . import chat as openai
 
 __all__ = [
     "LIVE",
