@@ -141,7 +141,7 @@ def run_sdk_responses(cfg: Config) -> list[Row]:
     # The Responses API has no stop and no seed.
     del req["params"]["stop"], req["params"]["seed"]
     body = vendor_responses.to_body(req, MODEL)
-    vendor = vendor_responses.OpenAIResponses()
+    vendor = vendor_responses.remembering()
     read = vendor.read_body(body)
     if request_hash(read.request) != request_hash(req):
         raise AssertionError("the Responses body does not hash as the realistic request")

@@ -19,7 +19,8 @@ from replay_actor.vendors import make_vendor
 from replay_actor.vendors._common import MalformedResponse
 from replay_actor.vendors.anthropic import messages as vendor_anthropic
 from replay_actor.vendors.openai import chat as vendor_openai
-from replay_actor.vendors.openai.responses import OpenAIResponses, from_response, to_body
+from replay_actor.vendors.openai.responses import from_response, to_body
+from replay_actor.vendors.openai.responses import remembering as OpenAIResponses
 from tests.responses_server import REASONING_ITEM, ResponsesServer
 
 

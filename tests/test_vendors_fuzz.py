@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from replay_actor import RequestError, request_hash
 from replay_actor.vendors.anthropic import messages as vendor_anthropic
 from replay_actor.vendors.openai import chat as vendor_openai
-from replay_actor.vendors.openai.responses import OpenAIResponses
+from replay_actor.vendors.openai.responses import remembering as OpenAIResponses
 from replay_actor.vendors.openai.responses import to_body as responses_to_body
 
 text = st.text(max_size=20)

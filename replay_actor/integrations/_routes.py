@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from typing import Any, Final
+from typing import Final
+
+from ..vendors import Shape
 
 __all__ = ["AZURE_FORMS", "canonical_path", "described", "looks_like"]
 
@@ -69,21 +71,10 @@ def looks_like(path: str, header_names: Collection[str] = ()) -> str:
     return "openai"
 
 
-def described(vendors: Iterable[Any]) -> list[str]:
+def described(vendors: Iterable[Shape]) -> list[str]:
     """What each vendor serves, as a user reads it (``POST /v1/chat/completions``): its
     ``paths`` when it has them, else its name (a shape without ``paths`` still serves)."""
     out: list[str] = []
     for vendor in vendors:
-        paths = _own_paths(vendor)
-        out.extend(paths if paths else [f"the {vendor.name} API"])
+        out.extend(vendor.paths if vendor.paths else [f"the {vendor.name} API"])
     return out
-
-
-def _own_paths(vendor: Any) -> Any:
-    """``paths`` as written beside the shape's ``routes``: a shape that inherits another's
-    class but routes elsewhere must not list the paths it no longer serves."""
-    cls = vendor if isinstance(vendor, type) else type(vendor)
-    for klass in cls.__mro__:
-        if "routes" in vars(klass):
-            return vars(klass).get("paths")
-    return getattr(vendor, "paths", None)

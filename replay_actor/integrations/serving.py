@@ -88,8 +88,6 @@ __all__ = [
 Api = str
 API_NAMES: Final = vendor_names()
 
-_SSE: Final = ("content-type", "text/event-stream; charset=utf-8")
-_STREAM_TYPE: Final = "stream_content_type"
 _encode: Final = msgspec.json.encode
 
 #: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
@@ -143,8 +141,7 @@ class Call(NamedTuple):
             if not self.call.stream:
                 return Answer(200, [_JSON], _encode(self.vendor.response_body(neutral, self.call)))
             # A shape that streams otherwise (Ollama's NDJSON) says so.
-            kind = getattr(self.vendor, _STREAM_TYPE, None)
-            head = _SSE if kind is None else ("content-type", kind)
+            head = ("content-type", self.vendor.stream_type)
             return Answer(200, [head], self.vendor.stream_body(neutral, self.call))
         except Exception as exc:
             return _failure(self.vendor, exc)

@@ -47,90 +47,44 @@ memory per provider, in memory, and nowhere else.
 from __future__ import annotations
 
 import importlib
-import re
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import Callable
+from typing import Final
 
 from ._common import identifier
+from ._shape import Shape
 
-if TYPE_CHECKING:
-    from .._response import Response
-    from ._common import VendorCall
-    from ._endpoint import LiveEndpoint
-
-__all__ = ["REGISTRY", "Vendor", "identifier", "make_vendor", "served_with", "vendor_names"]
-
-
-class Vendor(Protocol):
-    """One vendor API's mapping to and from the neutral request and response."""
-
-    @property
-    def name(self) -> str:
-        """The registry name (``openai``, ``anthropic``, ...): ``api=`` of the transports,
-        ``--from`` of the CLI, ``adapter =`` of a manifest."""
-        ...
-
-    @property
-    def routes(self) -> tuple[re.Pattern[str], ...]:
-        """``POST`` paths this API answers, matched with ``search`` against the URL path."""
-        ...
-
-    # Optional: ``paths``, a tuple of what a user reads for the routes
-    # ("POST /v1/chat/completions"), listed by a 404 (serving.py reads it with getattr,
-    # so a shape without it still serves; its 404 then names the API instead). Every
-    # registered shape has it (tests/test_endpoint_routes.py holds them to it).
-
-    @property
-    def live(self) -> LiveEndpoint:
-        """Where its live adapter sends a request (base URL, path, how the key travels,
-        keys of its own); ``adapters/builtin.py`` makes the adapter from it, ``to_body``
-        and ``from_response``."""
-        ...
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        """The neutral request and call options for a decoded request body (``path``, the
-        URL path it was posted to, may carry the model or the streaming choice).
-        Raises ``RequestError`` naming the field it cannot replay."""
-        ...
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        """The vendor's JSON answer for a neutral response."""
-        ...
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        """The same answer as the vendor's server-sent events, so its SDK's stream helper
-        rebuilds exactly :meth:`response_body`."""
-        ...
-
-    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
-        """The vendor's error envelope, which its SDK raises as its own exception."""
-        ...
-
-    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
-        """The live request body for a plain normalised neutral request."""
-        ...
-
-    def from_response(self, data: Any) -> dict[str, Any]:
-        """The neutral response dict for a live answer (``MalformedResponse`` if not the
-        vendor's shape)."""
-        ...
+__all__ = [
+    "REGISTRY",
+    "Shape",
+    "Vendor",
+    "identifier",
+    "make_vendor",
+    "served_with",
+    "vendor_names",
+]
 
 
-#: name -> "module:class", imported on first use (a vendor's module is only loaded when
-#: it is asked for).
+#: What callers annotate a vendor shape with: a :class:`Shape`.
+Vendor = Shape
+
+
+#: name -> "module:attribute", imported on first use (a vendor's module is only loaded
+#: when it is asked for): the attribute is the :class:`Shape`, or a function making one
+#: (a shape that remembers what it served).
 REGISTRY: Final[dict[str, str]] = {
-    "openai": "replay_actor.vendors.openai.chat:OpenAIChat",
-    "anthropic": "replay_actor.vendors.anthropic.messages:AnthropicMessages",
-    "openai-responses": "replay_actor.vendors.openai.responses:OpenAIResponses",
-    "gemini": "replay_actor.vendors.gemini.generate:GeminiGenerateContent",
-    "openai-embeddings": "replay_actor.vendors.openai.embeddings:OpenAIEmbeddings",
-    "openai-completions": "replay_actor.vendors.openai.completions:OpenAICompletions",
-    "openai-input-tokens": "replay_actor.vendors.openai.input_tokens:OpenAIInputTokens",
-    "anthropic-count-tokens": "replay_actor.vendors.anthropic.count_tokens:AnthropicCountTokens",
-    "gemini-embed": "replay_actor.vendors.gemini.embed:GeminiEmbed",
-    "gemini-count-tokens": "replay_actor.vendors.gemini.count_tokens:GeminiCountTokens",
-    "ollama": "replay_actor.vendors.ollama.chat:OllamaChat",
-    "ollama-generate": "replay_actor.vendors.ollama.generate:OllamaGenerate",
-    "ollama-embed": "replay_actor.vendors.ollama.embed:OllamaEmbed",
+    "openai": "replay_actor.vendors.openai.chat:SHAPE",
+    "anthropic": "replay_actor.vendors.anthropic.messages:SHAPE",
+    "openai-responses": "replay_actor.vendors.openai.responses:remembering",
+    "gemini": "replay_actor.vendors.gemini.generate:SHAPE",
+    "openai-embeddings": "replay_actor.vendors.openai.embeddings:SHAPE",
+    "openai-completions": "replay_actor.vendors.openai.completions:SHAPE",
+    "openai-input-tokens": "replay_actor.vendors.openai.input_tokens:SHAPE",
+    "anthropic-count-tokens": "replay_actor.vendors.anthropic.count_tokens:SHAPE",
+    "gemini-embed": "replay_actor.vendors.gemini.embed:SHAPE",
+    "gemini-count-tokens": "replay_actor.vendors.gemini.count_tokens:SHAPE",
+    "ollama": "replay_actor.vendors.ollama.chat:SHAPE",
+    "ollama-generate": "replay_actor.vendors.ollama.generate:SHAPE",
+    "ollama-embed": "replay_actor.vendors.ollama.embed:SHAPE",
 }
 
 
@@ -160,13 +114,13 @@ def vendor_names() -> tuple[str, ...]:
     return tuple(REGISTRY)
 
 
-def make_vendor(name: str) -> Vendor:
-    """A fresh :class:`Vendor` for ``name``; ``ValueError`` naming the known ones."""
+def make_vendor(name: str) -> Shape:
+    """The :class:`Shape` registered as ``name`` (a fresh one for a shape that remembers
+    what it served); ``ValueError`` naming the known ones."""
     where = REGISTRY.get(name)
     if where is None:
         known = ", ".join(repr(n) for n in REGISTRY)
         raise ValueError(f"api must be one of {known}, not {name!r}")
     module, _, attr = where.partition(":")
-    factory: Any = getattr(importlib.import_module(module), attr)
-    made: Vendor = factory()
-    return made
+    made: Shape | Callable[[], Shape] = getattr(importlib.import_module(module), attr)
+    return made if isinstance(made, Shape) else made()

@@ -12,16 +12,16 @@ import re
 from typing import Any, Final
 
 from ..._errors import RequestError
-from ..._response import Response
 from .._common import VendorCall
-from .._counting import chat_body, counted, live_count, stored_count
+from .._counting import chat_body, count_answer, counted, live_count
 from .._endpoint import sibling
-from .._unstreamed import Unstreamed
+from .._shape import Shape
+from .._unstreamed import unstreamed
 from . import messages as anthropic
 
 __all__ = [
     "LIVE",
-    "AnthropicCountTokens",
+    "SHAPE",
     "from_response",
     "read_body",
     "to_body",
@@ -33,7 +33,7 @@ _COUNTED_KEYS: Final = frozenset(
 )
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral request (kind ``count_tokens``) for a count_tokens body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -55,20 +55,18 @@ LIVE: Final = sibling(
 )
 
 
-class AnthropicCountTokens(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Anthropic's token counting."""
+_ANSWER: Final = count_answer("input_tokens")
 
-    name: Final = "anthropic-count-tokens"
-    routes: Final = (re.compile(r"/messages/count_tokens/?$"),)
-    paths: Final = ("POST /v1/messages/count_tokens",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return {"input_tokens": stored_count(response)}
-
-    error_body = staticmethod(anthropic.error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Anthropic's token counting, ``POST /v1/messages/count_tokens``.
+SHAPE: Final = Shape(
+    name="anthropic-count-tokens",
+    routes=(re.compile(r"/messages/count_tokens/?$"),),
+    paths=("POST /v1/messages/count_tokens",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=_ANSWER,
+    stream_body=unstreamed(_ANSWER),
+    error_body=anthropic.error_body,
+    to_body=to_body,
+    from_response=from_response,
+)

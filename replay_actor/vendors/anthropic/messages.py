@@ -43,11 +43,12 @@ from .._common import (
     vendor_call,
 )
 from .._endpoint import EndpointOption, LiveEndpoint
+from .._shape import Shape, by_model
 from .._turns import split_system, turns
 
 __all__ = [
     "LIVE",
-    "AnthropicMessages",
+    "SHAPE",
     "Unexpressible",
     "error_body",
     "from_response",
@@ -224,8 +225,9 @@ def _read_tool_choice(choice: Any, params: dict[str, Any]) -> Any:
     raise RequestError("tool_choice.type must be auto, any, tool or none")
 
 
-def read_body(body: Any) -> VendorCall:
-    """The neutral request (a plain dict) and call options for a messages body.
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral request (a plain dict) and call options for a messages body (``path``
+    says nothing more).
 
     Raises ``RequestError`` naming the field for a body the neutral request cannot hold.
     """
@@ -573,23 +575,16 @@ def error_body(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[
     return {"type": "error", "error": error}
 
 
-class AnthropicMessages:
-    """The :class:`~replay_actor.vendors.Vendor` for Anthropic messages."""
-
-    name: Final = NAME
-    routes: Final = (re.compile(r"/v1/messages/?$"),)
-    paths: Final = ("POST /v1/messages",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call.model)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Anthropic messages, ``POST /v1/messages``.
+SHAPE: Final = Shape(
+    name=NAME,
+    routes=(re.compile(r"/v1/messages/?$"),),
+    paths=("POST /v1/messages",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=by_model(response_body),
+    stream_body=by_model(stream_body),
+    error_body=error_body,
+    to_body=to_body,
+    from_response=from_response,
+)

@@ -15,17 +15,17 @@ from typing import Any, Final
 import msgspec
 
 from ..._errors import RequestError
-from ..._response import Response
 from .._common import VendorCall
-from .._counting import chat_body, counted, live_count, stored_count
+from .._counting import chat_body, count_answer, counted, live_count
 from .._endpoint import sibling
-from .._unstreamed import Unstreamed
+from .._shape import Shape
+from .._unstreamed import unstreamed
 from . import generate as gemini
 
 __all__ = [
     "LIVE",
     "ROUTE",
-    "GeminiCountTokens",
+    "SHAPE",
     "from_response",
     "read_body",
     "to_body",
@@ -71,20 +71,18 @@ LIVE: Final = sibling(
 )
 
 
-class GeminiCountTokens(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``countTokens``."""
+_ANSWER: Final = count_answer("totalTokens")
 
-    name: Final = "gemini-count-tokens"
-    routes: Final = (ROUTE,)
-    paths: Final = ("POST /v1beta/models/{model}:countTokens",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body, path)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return {"totalTokens": stored_count(response)}
-
-    error_body = staticmethod(gemini.error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Gemini's ``countTokens``.
+SHAPE: Final = Shape(
+    name="gemini-count-tokens",
+    routes=(ROUTE,),
+    paths=("POST /v1beta/models/{model}:countTokens",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=_ANSWER,
+    stream_body=unstreamed(_ANSWER),
+    error_body=gemini.error_body,
+    to_body=to_body,
+    from_response=from_response,
+)

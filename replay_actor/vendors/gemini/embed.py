@@ -19,14 +19,15 @@ from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
 from .._endpoint import sibling
-from .._unstreamed import Unstreamed
+from .._shape import Shape
+from .._unstreamed import unstreamed
 from .._vectors import live_vector, stored_vectors
 from . import generate as gemini
 
 __all__ = [
     "LIVE",
     "ROUTE",
-    "GeminiEmbed",
+    "SHAPE",
     "from_response",
     "read_body",
     "response_body",
@@ -159,23 +160,19 @@ LIVE: Final = sibling(
 )
 
 
-class GeminiEmbed(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Gemini's embeddings."""
-
-    name: Final = "gemini-embed"
-    routes: Final = (ROUTE,)
-    paths: Final = (
+#: Gemini's ``embedContent`` and ``batchEmbedContents``.
+SHAPE: Final = Shape(
+    name="gemini-embed",
+    routes=(ROUTE,),
+    paths=(
         "POST /v1beta/models/{model}:embedContent",
         "POST /v1beta/models/{model}:batchEmbedContents",
-    )
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body, path)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    error_body = staticmethod(gemini.error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+    ),
+    live=LIVE,
+    read_body=read_body,
+    response_body=response_body,
+    stream_body=unstreamed(response_body),
+    error_body=gemini.error_body,
+    to_body=to_body,
+    from_response=from_response,
+)

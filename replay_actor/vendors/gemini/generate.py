@@ -23,10 +23,9 @@ wherever the call is written.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from ..._response import Response
-from .._common import VendorCall
+from .._shape import Shape, by_model
 from ._fields import NAME, ROUTE, derived_call_id
 from .answer import error_body, response_body, stream_body
 from .live import LIVE, from_response, to_body
@@ -36,7 +35,7 @@ __all__ = [
     "LIVE",
     "NAME",
     "ROUTE",
-    "GeminiGenerateContent",
+    "SHAPE",
     "derived_call_id",
     "error_body",
     "from_response",
@@ -47,26 +46,19 @@ __all__ = [
 ]
 
 
-class GeminiGenerateContent:
-    """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``generateContent``."""
-
-    name: Final = NAME
-    routes: Final = (ROUTE,)
-    paths: Final = (
+#: Gemini's ``generateContent`` and ``streamGenerateContent``.
+SHAPE: Final = Shape(
+    name=NAME,
+    routes=(ROUTE,),
+    paths=(
         "POST /v1beta/models/{model}:generateContent",
         "POST /v1beta/models/{model}:streamGenerateContent",
-    )
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body, path)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call.model)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+    ),
+    live=LIVE,
+    read_body=read_body,
+    response_body=by_model(response_body),
+    stream_body=by_model(stream_body),
+    error_body=error_body,
+    to_body=to_body,
+    from_response=from_response,
+)

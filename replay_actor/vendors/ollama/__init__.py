@@ -1,6 +1,6 @@
 """Ollama's native API <-> the neutral requests and responses (docs/ollama.md).
 
-Three shapes, each a :class:`~replay_actor.vendors.Vendor` with its registry line::
+Three shapes, each a :class:`~replay_actor.vendors.Shape` with its registry line::
 
     _wire.py     what the three share: options -> params, ``format`` -> response_format,
                  NDJSON lines, the usage counts, the error envelope, the live endpoint
@@ -14,11 +14,3 @@ last one ``done: true`` with the counts. The ``ollama`` live adapter asks
 ``stream: false`` and records the whole answer; completions and embeddings go through
 the same adapter (its endpoint's ``kinds``).
 """
-
-from __future__ import annotations
-
-from .chat import OllamaChat
-from .embed import OllamaEmbed
-from .generate import OllamaGenerate
-
-__all__ = ["OllamaChat", "OllamaEmbed", "OllamaGenerate"]

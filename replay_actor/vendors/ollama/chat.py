@@ -25,6 +25,7 @@ from .._common import (
     read_tools,
     vendor_call,
 )
+from .._shape import Shape
 from ._wire import (
     NDJSON,
     NOT_HASHED,
@@ -41,7 +42,7 @@ from ._wire import (
 
 __all__ = [
     "LIVE",
-    "OllamaChat",
+    "SHAPE",
     "from_response",
     "read_body",
     "response_body",
@@ -98,7 +99,7 @@ def _tools(raw: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral chat request for an ``/api/chat`` body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -218,24 +219,17 @@ LIVE: Final = live_endpoint(
 )
 
 
-class OllamaChat:
-    """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/chat``."""
-
-    name: Final = "ollama"
-    routes: Final = (re.compile(r"/api/chat/?$"),)
-    paths: Final = ("POST /api/chat",)
-    live: Final = LIVE
-    stream_content_type: Final = NDJSON
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Ollama's ``POST /api/chat``.
+SHAPE: Final = Shape(
+    name="ollama",
+    routes=(re.compile(r"/api/chat/?$"),),
+    paths=("POST /api/chat",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=response_body,
+    stream_body=stream_body,
+    error_body=error_body,
+    to_body=to_body,
+    from_response=from_response,
+    stream_type=NDJSON,
+)

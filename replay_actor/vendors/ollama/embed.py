@@ -15,13 +15,14 @@ from ..._errors import RequestError
 from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
-from .._unstreamed import Unstreamed
+from .._shape import Shape
+from .._unstreamed import unstreamed
 from .._vectors import live_vector, read_texts, stored_vectors
 from ._wire import NOT_HASHED, error_body, live_endpoint, live_options, live_usage, read_options
 
 __all__ = [
     "LIVE",
-    "OllamaEmbed",
+    "SHAPE",
     "from_response",
     "read_body",
     "response_body",
@@ -31,7 +32,7 @@ __all__ = [
 _OWNED: Final = NOT_HASHED | {"input", "dimensions", "options"}
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral embedding request for an ``/api/embed`` body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -88,20 +89,16 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = live_endpoint("OllamaEmbedAdapter", "Ollama embeddings", "/api/embed")
 
 
-class OllamaEmbed(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/embed``."""
-
-    name: Final = "ollama-embed"
-    routes: Final = (re.compile(r"/api/embed/?$"),)
-    paths: Final = ("POST /api/embed",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Ollama's ``POST /api/embed``.
+SHAPE: Final = Shape(
+    name="ollama-embed",
+    routes=(re.compile(r"/api/embed/?$"),),
+    paths=("POST /api/embed",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=response_body,
+    stream_body=unstreamed(response_body),
+    error_body=error_body,
+    to_body=to_body,
+    from_response=from_response,
+)

@@ -15,6 +15,7 @@ from ..._errors import RequestError
 from ..._kinds import COMPLETION
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall, vendor_call
+from .._shape import Shape
 from ._wire import (
     NDJSON,
     NOT_HASHED,
@@ -31,7 +32,7 @@ from ._wire import (
 
 __all__ = [
     "LIVE",
-    "OllamaGenerate",
+    "SHAPE",
     "from_response",
     "read_body",
     "response_body",
@@ -43,7 +44,7 @@ _OWNED: Final = NOT_HASHED | {"prompt", "format", "options"}
 _REFUSED: Final = ("context", "images")
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral completion request for an ``/api/generate`` body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -105,24 +106,17 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = live_endpoint("OllamaGenerateAdapter", "an Ollama answer", "/api/generate")
 
 
-class OllamaGenerate:
-    """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/generate``."""
-
-    name: Final = "ollama-generate"
-    routes: Final = (re.compile(r"/api/generate/?$"),)
-    paths: Final = ("POST /api/generate",)
-    live: Final = LIVE
-    stream_content_type: Final = NDJSON
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Ollama's ``POST /api/generate``.
+SHAPE: Final = Shape(
+    name="ollama-generate",
+    routes=(re.compile(r"/api/generate/?$"),),
+    paths=("POST /api/generate",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=response_body,
+    stream_body=stream_body,
+    error_body=error_body,
+    to_body=to_body,
+    from_response=from_response,
+    stream_type=NDJSON,
+)

@@ -37,10 +37,11 @@ from .._common import (
     vendor_call,
 )
 from .._endpoint import LiveEndpoint
+from .._shape import Shape, by_model
 
 __all__ = [
     "LIVE",
-    "OpenAIChat",
+    "SHAPE",
     "from_response",
     "read_body",
     "response_body",
@@ -149,8 +150,9 @@ def _read_tool_choice(choice: Any) -> Any:
     return choice
 
 
-def read_body(body: Any) -> VendorCall:
-    """The neutral request (a plain dict) and call options for a chat-completions body.
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral request (a plain dict) and call options for a chat-completions body
+    (``path`` says nothing more: the body holds the model and the streaming choice).
 
     Raises ``RequestError`` naming the field for a body that is not a chat-completions
     request or that asks for something the neutral response cannot hold.
@@ -430,23 +432,20 @@ LIVE: Final = LiveEndpoint(
 )
 
 
-class OpenAIChat:
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI chat completions."""
+def _stream(response: Response, call: VendorCall) -> bytes:
+    return stream_body(response, call.model, include_usage=call.include_usage)
 
-    name: Final = "openai"
-    routes: Final = (re.compile(r"/chat/completions/?$"),)
-    paths: Final = ("POST /v1/chat/completions",)
-    live: Final = LIVE
 
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call.model, include_usage=call.include_usage)
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: OpenAI chat completions, ``POST …/chat/completions``.
+SHAPE: Final = Shape(
+    name="openai",
+    routes=(re.compile(r"/chat/completions/?$"),),
+    paths=("POST /v1/chat/completions",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=by_model(response_body),
+    stream_body=_stream,
+    error_body=error_envelope,
+    to_body=to_body,
+    from_response=from_response,
+)

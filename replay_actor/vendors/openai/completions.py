@@ -27,11 +27,12 @@ from .._common import (
     vendor_call,
 )
 from .._endpoint import sibling
+from .._shape import Shape, by_model
 from . import chat as openai
 
 __all__ = [
     "LIVE",
-    "OpenAICompletions",
+    "SHAPE",
     "from_response",
     "read_body",
     "read_prompt",
@@ -57,8 +58,8 @@ def read_prompt(value: Any) -> str:
     return value
 
 
-def read_body(body: Any) -> VendorCall:
-    """The neutral completion request for a completions body."""
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral completion request for a completions body (``path`` says nothing more)."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
     refuse_unfaithful(body)
@@ -153,24 +154,17 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = sibling(openai.LIVE, "OpenAICompletionsAdapter", "a text completion", "/completions")
 
 
-class OpenAICompletions:
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI legacy completions."""
-
-    name: Final = "openai-completions"
+#: OpenAI legacy completions, ``POST …/completions``.
+SHAPE: Final = Shape(
+    name="openai-completions",
     # Not /chat/completions: the path segment before must not be "chat".
-    routes: Final = (re.compile(r"(?:^|/)(?<!chat/)completions/?$"),)
-    paths: Final = ("POST /v1/completions",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call)
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+    routes=(re.compile(r"(?:^|/)(?<!chat/)completions/?$"),),
+    paths=("POST /v1/completions",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=by_model(response_body),
+    stream_body=stream_body,
+    error_body=error_envelope,
+    to_body=to_body,
+    from_response=from_response,
+)

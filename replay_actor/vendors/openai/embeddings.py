@@ -19,13 +19,14 @@ from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
 from .._endpoint import sibling
-from .._unstreamed import Unstreamed
+from .._shape import Shape
+from .._unstreamed import unstreamed
 from .._vectors import float32_base64, live_vector, read_texts, stored_vectors
 from . import chat as openai
 
 __all__ = [
     "LIVE",
-    "OpenAIEmbeddings",
+    "SHAPE",
     "from_response",
     "read_body",
     "response_body",
@@ -36,8 +37,8 @@ _OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
 _FORMATS: Final = frozenset({"float", "base64"})
 
 
-def read_body(body: Any) -> VendorCall:
-    """The neutral embedding request for an embeddings body."""
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral embedding request for an embeddings body (``path`` says nothing more)."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
     model = body.get("model")
@@ -113,21 +114,17 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = sibling(openai.LIVE, "OpenAIEmbeddingsAdapter", "an embeddings list", "/embeddings")
 
 
-class OpenAIEmbeddings(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI embeddings."""
-
-    name: Final = "openai-embeddings"
+#: OpenAI embeddings, ``POST …/embeddings``.
+SHAPE: Final = Shape(
+    name="openai-embeddings",
     # Not /api/embeddings: that is Ollama's older endpoint, which is not served.
-    routes: Final = (re.compile(r"(?<!/api)/embeddings/?$"),)
-    paths: Final = ("POST /v1/embeddings",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+    routes=(re.compile(r"(?<!/api)/embeddings/?$"),),
+    paths=("POST /v1/embeddings",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=response_body,
+    stream_body=unstreamed(response_body),
+    error_body=error_envelope,
+    to_body=to_body,
+    from_response=from_response,
+)

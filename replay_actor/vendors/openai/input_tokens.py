@@ -13,18 +13,18 @@ import re
 from typing import Any, Final
 
 from ..._errors import RequestError
-from ..._response import Response
 from .._common import VendorCall, error_envelope
-from .._counting import chat_body, counted, live_count, stored_count
+from .._counting import chat_body, count_answer, counted, live_count
 from .._endpoint import sibling
-from .._unstreamed import Unstreamed
+from .._shape import Shape
+from .._unstreamed import unstreamed
 from . import chat as openai
 from .responses.live import to_body as responses_body
 from .responses.request import read_body as read_responses
 
 __all__ = [
     "LIVE",
-    "OpenAIInputTokens",
+    "SHAPE",
     "from_response",
     "read_body",
     "to_body",
@@ -52,7 +52,7 @@ def _no_memory(previous_id: Any) -> dict[str, Any]:
     )
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral request (kind ``count_tokens``) for an input_tokens body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -75,20 +75,18 @@ LIVE: Final = sibling(
 )
 
 
-class OpenAIInputTokens(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI's input token counting."""
+_ANSWER: Final = count_answer("input_tokens", object="response.input_tokens")
 
-    name: Final = "openai-input-tokens"
-    routes: Final = (re.compile(r"/responses/input_tokens/?$"),)
-    paths: Final = ("POST /v1/responses/input_tokens",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return {"object": "response.input_tokens", "input_tokens": stored_count(response)}
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: OpenAI's input token counting, ``POST …/responses/input_tokens``.
+SHAPE: Final = Shape(
+    name="openai-input-tokens",
+    routes=(re.compile(r"/responses/input_tokens/?$"),),
+    paths=("POST /v1/responses/input_tokens",),
+    live=LIVE,
+    read_body=read_body,
+    response_body=_ANSWER,
+    stream_body=unstreamed(_ANSWER),
+    error_body=error_envelope,
+    to_body=to_body,
+    from_response=from_response,
+)
