@@ -60,7 +60,7 @@ from inspect_ai.util._json import json_schema_dump
 from .._errors import ManifestError
 from .._interface import Provider
 from .._response import read_response
-from ..vendors._common import canonical_arguments, collapse_content
+from ..vendors import canonical_arguments, collapse_content
 from ._private import acall_private
 
 __all__ = [

@@ -59,8 +59,7 @@ from .._errors import (
 from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ..attribution.provider import LoggedProvider, outcome_word
-from ..vendors import REGISTRY, Vendor, make_vendor, served_with, vendor_names
-from ..vendors._common import VendorCall
+from ..vendors import REGISTRY, Vendor, VendorCall, make_vendor, served_with, vendor_names
 from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error, error_answer
 from ._outcomes import Kind, Outcomes
 from ._routes import AZURE_FORMS, canonical_path, described, looks_like

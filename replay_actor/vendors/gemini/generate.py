@@ -1,14 +1,6 @@
-"""Google Gemini ``generateContent`` <-> the neutral request and response (docs/gemini.md).
-
-This package is the one place the Gemini API's shapes are read or written::
-
-    request.py  a google-genai request body (POST .../models/{model}:generateContent or
-                :streamGenerateContent) -> the neutral request (read_body)
-    answer.py   the neutral response -> a GenerateContentResponse (response_body), its
-                server-sent chunks (stream_body), Google's error envelope (error_body)
-    live.py     the neutral request -> a live body (to_body), the live answer -> the
-                neutral response (from_response), and where the gemini adapter sends it
-    _fields.py  what every direction shares: the route, parameter names, derived call ids
+"""Google Gemini ``generateContent`` <-> the neutral request and response (docs/gemini.md):
+the shape, made of the family's mapping modules (``request.py``, ``answer.py``,
+``live.py``, ``_fields.py``), whose public functions it gathers.
 
 The neutral request is the OpenAI-like one of docs/request.md, so one conversation sent
 through google-genai and through the OpenAI SDK hashes alike wherever both can say it:
