@@ -23,8 +23,9 @@ The package (docs/architecture.md, "Map of the package", says more)::
     replay/          the cursor actor and the handles on it, folders by process
     record/          record mode
     adapters/        live adapters
-    vendors/         every vendor wire shape, one registry
+    vendors/         every vendor wire shape, one folder per family
     authoring/       tools around a fixture
+    serving/         the HTTP exchange: routes, answers, outcomes, batches
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
     attribution/     the run log and ``compare``

@@ -700,7 +700,7 @@ def test_ids_come_from_the_response_not_the_request() -> None:
 
 
 def test_the_registry_routes_gemini_paths() -> None:
-    from replay_actor.integrations.serving import Exchange
+    from replay_actor.serving import Exchange
 
     exchange = Exchange(None)
     body = json.dumps({"contents": [{"parts": [{"text": "hello"}]}]}).encode()

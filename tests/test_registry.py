@@ -203,7 +203,7 @@ def test_an_added_shape_checks_its_own_keys(acme: str) -> None:
 
 
 def test_a_shape_routed_elsewhere_never_lists_the_paths_it_inherited() -> None:
-    from replay_actor.integrations._routes import described
+    from replay_actor.serving._routes import described
 
     # A shape made from another with routes of its own cannot keep the paths it no
     # longer routes: it is refused, and without paths it is listed by name.

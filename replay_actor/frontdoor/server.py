@@ -35,8 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from ..attribution.log import RunLog
-from ..integrations._outcomes import Outcomes
-from ..integrations.serving import AsyncServing, FailureHook
+from ..serving import AsyncServing, FailureHook, Outcomes
 from ..vendors import FAMILIES
 from .app import MAX_BODY_BYTES, FrontDoorApp
 from .proxy import ProxyRefusal

@@ -16,7 +16,7 @@ import pytest
 
 import replay_actor
 from replay_actor.frontdoor import environment, server
-from replay_actor.integrations._routes import looks_like
+from replay_actor.serving._routes import looks_like
 from replay_actor.vendors import (
     FAMILIES,
     REGISTRY,

@@ -1,7 +1,7 @@
 """One HTTP exchange, the same wherever replay-actor answers a vendor API: in-process
-(the transports of ``transport.py`` and ``httpx_transport.py``, which ``sdk.py``'s clients
-use) and over local HTTP (``frontdoor/app.py``). The public home of the serving room:
-its callers import from here, and nothing else of it.
+(the httpx2 and httpx transports of ``integrations/``, which its SDK clients use) and
+over local HTTP (``frontdoor/``). Its callers import it from the serving room's public
+face, ``replay_actor.serving``.
 
 One HTTP exchange in, one provider call, one HTTP answer out::
 
