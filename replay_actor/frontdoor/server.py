@@ -34,7 +34,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from ..attribution.log import RunLog
+from .._interface import Attributed
 from ..serving import AsyncServing, FailureHook, Outcomes
 from ..vendors import FAMILIES
 from .app import MAX_BODY_BYTES, FrontDoorApp
@@ -171,9 +171,11 @@ class FrontDoor:
         self._task: asyncio.Task[None] | None = None
 
     def _log_blocked(self, host: str) -> None:
-        log = getattr(self._serving.provider, "log", None)
-        if isinstance(log, RunLog):
-            log.refused("blocked", host)
+        # Counted by the proxy; a provider that records where calls came from (the run
+        # log's) is told of the refusal too.
+        provider = self._serving.provider
+        if isinstance(provider, Attributed):
+            provider.refused("blocked", host)
 
     @property
     def info(self) -> dict[str, str]:

@@ -44,7 +44,9 @@ front door's raw ASGI header pairs.
 ::
 
     _exchange.py   Exchange: routes and reads a request into a Call (asked once) or an
-                   Answer; Serving, AsyncServing: the provider asked once per request
+                   Answer; the x-replay-scope header
+    _serving.py    Serving, AsyncServing: the provider asked once per request, the
+                   answer counted, the call attributed (the run log), failures reported
     _answer.py     one HTTP answer and the vendors' error envelopes (the lowest part)
     _routes.py     paths before routing: Azure's and /messages spellings, the vendor a
                    path looks like (its 404's envelope), the served paths a 404 lists
@@ -56,18 +58,9 @@ front door's raw ASGI header pairs.
 from __future__ import annotations
 
 from ._answer import Answer, Headers, error_answer
-from ._exchange import (
-    API_NAMES,
-    SCOPE_HEADER,
-    Api,
-    AsyncServing,
-    Call,
-    Exchange,
-    FailureHook,
-    Serving,
-    outcome_of,
-)
+from ._exchange import API_NAMES, SCOPE_HEADER, Api, Call, Exchange
 from ._outcomes import KINDS, Kind, Outcomes
+from ._serving import AsyncServing, FailureHook, Serving, outcome_of
 
 __all__ = [
     "API_NAMES",
