@@ -62,24 +62,30 @@ KEY_VARIABLES: Final = (
     *(key for family in FAMILIES for key in family.variables.unredirected),
     *_OTHER_KEYS,
 )
-#: Keys of vendors no variable redirects: named in a warning when inherited, and set to
-#: the token (only when inherited: some tools choose a vendor by which key is present).
-_FOREIGN_KEYS: Final = (
-    "AI21_API_KEY",
-    "CEREBRAS_API_KEY",
-    "CO_API_KEY",
-    "COHERE_API_KEY",
-    "DASHSCOPE_API_KEY",
-    "DEEPSEEK_API_KEY",
-    "FIREWORKS_API_KEY",
-    "MOONSHOT_API_KEY",
-    "NVIDIA_API_KEY",
-    "OPENROUTER_API_KEY",
-    "PERPLEXITYAI_API_KEY",
-    "PERPLEXITY_API_KEY",
-    "REPLICATE_API_TOKEN",
-    "SAMBANOVA_API_KEY",
-    "XAI_API_KEY",
+#: Keys of vendors whose clients no variable redirects, as found in the wild: named in a
+#: warning when inherited, and set to the token (only when inherited: some tools choose a
+#: vendor by which key is present). A key a family declares is not among them: its
+#: family's variables redirect its clients.
+_FOREIGN_KEYS: Final = tuple(
+    key
+    for key in (
+        "AI21_API_KEY",
+        "CEREBRAS_API_KEY",
+        "CO_API_KEY",
+        "COHERE_API_KEY",
+        "DASHSCOPE_API_KEY",
+        "DEEPSEEK_API_KEY",
+        "FIREWORKS_API_KEY",
+        "MOONSHOT_API_KEY",
+        "NVIDIA_API_KEY",
+        "OPENROUTER_API_KEY",
+        "PERPLEXITYAI_API_KEY",
+        "PERPLEXITY_API_KEY",
+        "REPLICATE_API_TOKEN",
+        "SAMBANOVA_API_KEY",
+        "XAI_API_KEY",
+    )
+    if key not in KEY_VARIABLES
 )
 #: Of the variables set to the token, those whose vendor's client reads no base URL from
 #: the environment: an inherited one is named in the warning too.
