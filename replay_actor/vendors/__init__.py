@@ -33,6 +33,7 @@ environment (``frontdoor/environment.py``) and the package's lazy SDK client nam
     anthropic/      messages, count_tokens
     gemini/         generateContent, embeddings, countTokens
     ollama/         /api/chat, /api/generate, /api/embed (NDJSON streams)
+    cohere/         v2 chat
 
 A chat shape's ``live`` endpoint lists, in ``kinds``, the shape that asks each other
 request kind live (docs/request.md, "Request kinds"), so one ``openai`` adapter records
@@ -96,6 +97,7 @@ _FAMILY_FOLDERS: Final = (
     "anthropic",
     "gemini",
     "ollama",
+    "cohere",
 )
 
 #: Every family's record (reading them imports no mapping code).
