@@ -31,6 +31,7 @@ from replay_actor.adapters.base import (
 from replay_actor.adapters.builtin import VendorAdapter, builtin_adapter
 from replay_actor.vendors import REGISTRY, Vendor, make_vendor, vendor_names
 from replay_actor.vendors._endpoint import EndpointOption, LiveEndpoint
+from replay_actor.vendors._shape import ShapeModule
 from replay_actor.vendors.anthropic import messages as anthropic_messages
 from replay_actor.vendors.gemini import generate as gemini_generate
 from replay_actor.vendors.openai import chat as openai_chat
@@ -41,13 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 KEY_VAR = "REPLAY_ACTOR_TEST_ACME_KEY"
 SECRET_KEY = "acme-test-SECRET-7d1e"
 
-# mypy --strict checks that every shipped shape is a Vendor (a Shape).
-_TYPED: Final[tuple[Vendor, ...]] = (
-    openai_chat.SHAPE,
-    anthropic_messages.SHAPE,
-    remembering(),
-    gemini_generate.SHAPE,
-)
+# mypy --strict checks that every shipped shape keeps the contract: its module
+# (a ShapeModule), or what its factory makes (a Vendor).
+_TYPED: Final[tuple[ShapeModule, ...]] = (openai_chat, anthropic_messages, gemini_generate)
+_MADE: Final[Vendor] = remembering()
 
 
 def _expected_url(endpoint: LiveEndpoint, model: str) -> str:
@@ -133,7 +131,7 @@ def test_an_unknown_adapter_lists_every_builtin_even_without_metadata(
 #: A made-up vendor shape: OpenAI's chat wire under another name, route and key
 #: header, with a key of its own sent as a header.
 ACME: Final = dataclasses.replace(
-    openai_chat.SHAPE,
+    make_vendor("openai"),
     name="acme",
     routes=(re.compile(r"/acme/chat/?$"),),
     paths=("POST /acme/chat",),
@@ -209,11 +207,11 @@ def test_a_shape_routed_elsewhere_never_lists_the_paths_it_inherited() -> None:
     # longer routes: it is refused, and without paths it is listed by name.
     with pytest.raises(ValueError, match="lists 'POST /v1/chat/completions'"):
         dataclasses.replace(
-            openai_chat.SHAPE, name="elsewhere", routes=(re.compile(r"/elsewhere/?$"),)
+            make_vendor("openai"), name="elsewhere", routes=(re.compile(r"/elsewhere/?$"),)
         )
     elsewhere = dataclasses.replace(
-        openai_chat.SHAPE, name="elsewhere", routes=(re.compile(r"/elsewhere/?$"),), paths=()
+        make_vendor("openai"), name="elsewhere", routes=(re.compile(r"/elsewhere/?$"),), paths=()
     )
     assert described([elsewhere]) == ["the elsewhere API"]
     assert described([ACME]) == ["POST /acme/chat"]
-    assert described([openai_chat.SHAPE]) == list(openai_chat.SHAPE.paths)
+    assert described([make_vendor("openai")]) == list(openai_chat.PATHS)

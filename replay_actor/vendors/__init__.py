@@ -1,10 +1,11 @@
 """The vendor shapes: the one place a vendor's wire format is read or written, one folder
 per vendor family, each declaring one record (docs/sdk.md, "The mapping").
 
-A family's folder holds a module per API its SDKs speak (a *shape*, declaring its
-``SHAPE``: a :class:`Shape`) and, in its ``__init__.py``, its :class:`Family` record:
-its shapes, which are served together, how its paths and headers are recognised, its
-hosts, its ready-line key, ``run``'s variables for its clients, its SDK client names.
+A family's folder holds a module per API its SDKs speak (a *shape*: its functions and
+routes, from which a :class:`Shape` is made) and, in its ``__init__.py``, its
+:class:`Family` record: its shapes, which are served together, how its paths and headers
+are recognised, its hosts, its ready-line key, ``run``'s variables for its clients, its
+SDK client names.
 :data:`FAMILIES` is the one list of families; everything else is derived from it:
 :data:`REGISTRY` of shape names (``api=`` of the transports, ``--from`` of the CLI,
 ``adapter =`` of a manifest, every one a built-in live adapter, ``adapters/builtin.py``),
@@ -49,9 +50,10 @@ rules included), never imported from a private module of ``vendors/``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
 from ._common import (
     MalformedResponse,
@@ -63,7 +65,7 @@ from ._common import (
 )
 from ._endpoint import EndpointOption, LiveEndpoint
 from ._family import Family, Variables
-from ._shape import Shape
+from ._shape import Shape, ShapeModule
 
 __all__ = [
     "FAMILIES",
@@ -113,16 +115,13 @@ def _registry() -> dict[str, str]:
         for folder, family in zip(_FAMILY_FOLDERS, FAMILIES, strict=True)
         for shape in (family.shapes[:1] if index == 0 else family.shapes[1:])
     ]
-    registry = {}
-    for folder, (name, target) in rows:
-        module, _, made_by = target.partition(":")
-        registry[name] = f"{__name__}.{folder}.{module}:{made_by or 'SHAPE'}"
-    return registry
+    return {name: f"{__name__}.{folder}.{target}" for folder, (name, target) in rows}
 
 
-#: name -> "module:attribute", imported on first use (a vendor's module is only loaded
-#: when it is asked for): the attribute is the :class:`Shape`, or a function making one
-#: (a shape that remembers what it served). Made from :data:`FAMILIES`.
+#: name -> "module" or "module:function", imported on first use (a vendor's module is
+#: only loaded when it is asked for): the module defines the shape
+#: (:class:`~._shape.ShapeModule`), or the function makes one (a shape that remembers
+#: what it served). Made from :data:`FAMILIES`.
 REGISTRY: Final[dict[str, str]] = _registry()
 
 #: The APIs one vendor SDK speaks at one base URL, by family: a transport for
@@ -156,5 +155,13 @@ def make_vendor(name: str) -> Shape:
         known = ", ".join(repr(n) for n in REGISTRY)
         raise ValueError(f"api must be one of {known}, not {name!r}")
     module, _, attr = where.partition(":")
+    if not attr:
+        return _defined_by(module, name)
     made: Shape | Callable[[], Shape] = getattr(importlib.import_module(module), attr)
     return made if isinstance(made, Shape) else made()
+
+
+@functools.cache
+def _defined_by(module: str, name: str) -> Shape:
+    """The shape a module defines, made once (it keeps no state)."""
+    return Shape.of(cast("ShapeModule", importlib.import_module(module)), name)

@@ -32,6 +32,7 @@ __all__ = [
     "arguments_object",
     "canonical_arguments",
     "collapse_content",
+    "echoed_model",
     "error_envelope",
     "identifier",
     "read_tools",
@@ -153,6 +154,12 @@ class VendorCall(msgspec.Struct, frozen=True):
     #: A shape's own word on how to answer, never hashed: OpenAI's embedding
     #: ``encoding_format`` (``float``/``base64``), Gemini's single or batch embedding.
     answer_as: str = ""
+
+
+def echoed_model(call: VendorCall | str) -> str:
+    """The model an answer echoes: the call's, or ``call`` itself when an answer is asked
+    for with only the model (a caller that has no call)."""
+    return call if isinstance(call, str) else call.model
 
 
 def vendor_call(

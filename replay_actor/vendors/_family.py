@@ -54,10 +54,10 @@ class Family(NamedTuple):
     #: ``api=NAME`` answers every shape below.
     name: str
     #: ``(registry name, "module")`` or ``(registry name, "module:function")`` of each
-    #: shape, the family's own first: the module (of the family's folder) declares
-    #: ``SHAPE``, or the function makes a shape that remembers what it served. The
-    #: registry names are what users and manifests see (``api=``, ``--from``,
-    #: ``adapter =``).
+    #: shape, the family's own first: the module (of the family's folder) defines the
+    #: shape's functions and routes (``_shape.ShapeModule``), or the function makes a
+    #: shape that remembers what it served. The registry names are what users and
+    #: manifests see (``api=``, ``--from``, ``adapter =``).
     shapes: tuple[tuple[str, str], ...]
     #: The hosts of the vendor's real API (``api.openai.com``).
     hosts: tuple[str, ...] = ()

@@ -1,19 +1,27 @@
 """One vendor API as one value: :class:`Shape`, the contract every vendor shape keeps
-(docs/sdk.md, "The mapping").
+(docs/sdk.md, "The mapping"), and :class:`ShapeModule`, what a shape's module defines.
 
 Runs in: the caller's process, wherever a shape serves or asks live. A shape is data
-and functions, nothing else: the module of a shape writes its mapping as module
-functions and declares its ``SHAPE`` from them, so a reader checks one declaration
-against this contract instead of a class per shape that only delegates::
+and functions, nothing else. A shape's module writes its mapping as module functions
+under the contract's names, beside three constants, and the shape is built from it
+(:meth:`Shape.of`, by ``vendors.make_vendor``) instead of a class per shape that only
+delegates (its registry name is its family's record's)::
 
-    SHAPE = Shape(name="openai", routes=(...), paths=("POST /v1/chat/completions",),
-                  live=LIVE, read_body=read_body, response_body=by_model(response_body),
-                  stream_body=..., error_body=error_envelope, to_body=to_body,
-                  from_response=from_response)
+    ROUTES = (re.compile(r"/chat/completions/?$"),)   # what it answers
+    PATHS = ("POST /v1/chat/completions",)            # what a 404 lists
+    LIVE = LiveEndpoint(...)                          # where its live adapter goes
+    def read_body(body, path=""): ...                 # body -> VendorCall
+    def response_body(response, call): ...            # neutral response -> JSON answer
+    def stream_body(response, call): ...              # ... as the vendor streams it
+    def error_body(kind, message, nearest): ...       # the vendor's error envelope
+    def to_body(request, model): ...                  # neutral request -> live body
+    def from_response(data): ...                      # live answer -> neutral response
+    STREAM_TYPE = "application/x-ndjson"              # optional: not server-sent events
 
-A shape that must remember what it served (the Responses API's
-``previous_response_id``) is made by a function instead, one shape per serving provider
-(``vendors.make_vendor`` calls it), its functions closing over that provider's memory.
+mypy holds every registered module to :class:`ShapeModule`
+(tests/vendors/test_families.py). A shape that must remember what it served (the
+Responses API's ``previous_response_id``) is made by a function instead, one shape per
+serving provider, its functions closing over that provider's memory.
 """
 
 from __future__ import annotations
@@ -21,20 +29,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from .._response import Response
     from ._common import VendorCall
     from ._endpoint import LiveEndpoint
 
-__all__ = ["SSE", "ReadBody", "Shape", "by_model"]
+__all__ = ["SSE", "ReadBody", "Shape", "ShapeModule"]
 
 #: The content type of a streamed answer, unless the shape says otherwise (Ollama's
 #: NDJSON).
 SSE: Final = "text/event-stream; charset=utf-8"
-
-_T = TypeVar("_T")
 
 
 class ReadBody(Protocol):
@@ -86,12 +92,46 @@ class Shape:
             if not any(route.search(concrete) for route in self.routes):
                 raise ValueError(f"the {self.name} shape lists {shown!r} but does not route it")
 
+    @classmethod
+    def of(cls, module: ShapeModule, name: str) -> Shape:
+        """The shape a module defines (:class:`ShapeModule`), registered as ``name``."""
+        return cls(
+            name=name,
+            routes=module.ROUTES,
+            paths=module.PATHS,
+            live=module.LIVE,
+            read_body=module.read_body,
+            response_body=module.response_body,
+            stream_body=module.stream_body,
+            error_body=module.error_body,
+            to_body=module.to_body,
+            from_response=module.from_response,
+            stream_type=getattr(module, "STREAM_TYPE", SSE),
+        )
 
-def by_model(answer: Callable[[Response, str], _T]) -> Callable[[Response, VendorCall], _T]:
-    """``answer(response, model)`` as the contract's ``(response, call)``: the answers
-    that need of the call only the model they echo."""
 
-    def answered(response: Response, call: VendorCall) -> _T:
-        return answer(response, call.model)
+class ShapeModule(Protocol):
+    """What the module of a shape defines (the module docstring above shows it)."""
 
-    return answered
+    @property
+    def ROUTES(self) -> tuple[re.Pattern[str], ...]: ...
+
+    @property
+    def PATHS(self) -> tuple[str, ...]: ...
+
+    @property
+    def LIVE(self) -> LiveEndpoint: ...
+
+    def read_body(self, body: Any, path: str = "") -> VendorCall: ...
+
+    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]: ...
+
+    def stream_body(self, response: Response, call: VendorCall) -> bytes: ...
+
+    def error_body(
+        self, kind: str, message: str, nearest: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
+
+    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]: ...
+
+    def from_response(self, data: Any) -> dict[str, Any]: ...

@@ -25,7 +25,37 @@ from replay_actor.vendors import (
     served_with,
     vendor_names,
 )
+from replay_actor.vendors._shape import ShapeModule
+from replay_actor.vendors.anthropic import count_tokens as anthropic_count_tokens
+from replay_actor.vendors.anthropic import messages as anthropic_messages
+from replay_actor.vendors.cohere import chat as cohere_chat
+from replay_actor.vendors.gemini import count_tokens as gemini_count_tokens
+from replay_actor.vendors.gemini import embed as gemini_embed
+from replay_actor.vendors.gemini import generate as gemini_generate
+from replay_actor.vendors.ollama import chat as ollama_chat
+from replay_actor.vendors.ollama import embed as ollama_embed
+from replay_actor.vendors.ollama import generate as ollama_generate
+from replay_actor.vendors.openai import chat as openai_chat
+from replay_actor.vendors.openai import completions as openai_completions
+from replay_actor.vendors.openai import embeddings as openai_embeddings
+from replay_actor.vendors.openai import input_tokens as openai_input_tokens
 
+#: mypy --strict holds every shape module to the contract a shape is made from.
+MODULES: tuple[ShapeModule, ...] = (
+    openai_chat,
+    openai_embeddings,
+    openai_completions,
+    openai_input_tokens,
+    anthropic_messages,
+    anthropic_count_tokens,
+    gemini_generate,
+    gemini_embed,
+    gemini_count_tokens,
+    ollama_chat,
+    ollama_generate,
+    ollama_embed,
+    cohere_chat,
+)
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "replay_actor"
 INFO = {"url": "http://127.0.0.1:9", "token": "tok"}
@@ -53,6 +83,13 @@ def test_the_served_with_groups_are_the_families() -> None:
     # A shape that is not a family's own is served alone.
     assert served_with("openai-responses") == ("openai-responses",)
     assert served_with("made-up") == ("made-up",)
+
+
+def test_every_registered_module_is_held_to_the_contract() -> None:
+    # The modules above are every module the registry names (the Responses shape is
+    # made by its function, and typed where it is made).
+    named = {where for where in REGISTRY.values() if ":" not in where}
+    assert {module.__name__ for module in MODULES} == named  # type: ignore[attr-defined]
 
 
 def test_a_shape_that_remembers_is_made_afresh_every_other_is_one_value() -> None:

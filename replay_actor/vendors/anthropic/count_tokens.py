@@ -15,17 +15,23 @@ from ..._errors import RequestError
 from .._common import VendorCall
 from .._counting import chat_body, count_answer, counted, live_count
 from .._endpoint import sibling
-from .._shape import Shape
 from .._unstreamed import unstreamed
 from . import messages as anthropic
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
+    "response_body",
+    "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/messages/count_tokens/?$"),)
+PATHS: Final = ("POST /v1/messages/count_tokens",)
 
 #: What the counting endpoint takes of a messages body (anything else is refused there).
 _COUNTED_KEYS: Final = frozenset(
@@ -55,18 +61,8 @@ LIVE: Final = sibling(
 )
 
 
-_ANSWER: Final = count_answer("input_tokens")
-
-#: Anthropic's token counting, ``POST /v1/messages/count_tokens``.
-SHAPE: Final = Shape(
-    name="anthropic-count-tokens",
-    routes=(re.compile(r"/messages/count_tokens/?$"),),
-    paths=("POST /v1/messages/count_tokens",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=_ANSWER,
-    stream_body=unstreamed(_ANSWER),
-    error_body=anthropic.error_body,
-    to_body=to_body,
-    from_response=from_response,
-)
+#: The stored count, as Anthropic answers it (never streamed).
+response_body = count_answer("input_tokens")
+stream_body = unstreamed(response_body)
+#: Anthropic's error envelope.
+error_body = anthropic.error_body

@@ -37,18 +37,20 @@ from .._common import (
     arguments_object,
     canonical_arguments,
     collapse_content,
+    echoed_model,
     read_tools,
     refuse_unfaithful,
     response_id,
     vendor_call,
 )
 from .._endpoint import EndpointOption, LiveEndpoint
-from .._shape import Shape, by_model
 from .._turns import split_system, turns
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "NAME",
+    "PATHS",
+    "ROUTES",
     "Unexpressible",
     "error_body",
     "from_response",
@@ -59,6 +61,8 @@ __all__ = [
 ]
 
 NAME: Final = "anthropic"
+ROUTES: Final = (re.compile(r"/v1/messages/?$"),)
+PATHS: Final = ("POST /v1/messages",)
 
 # Keys of the body the mapping owns or drops: never copied into params.
 _OWNED: Final = NOT_HASHED | {
@@ -300,14 +304,15 @@ def _stop_reason(response: Response, has_calls: bool) -> str:
     return _STOP_TO_VENDOR.get(finish, finish)
 
 
-def response_body(response: Response, model: str) -> dict[str, Any]:
-    """The ``message`` object answering with the stored neutral response."""
+def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
+    """The ``message`` object answering ``call`` (or only its model) with the stored
+    neutral response."""
     content = _content(response)
     return {
         "id": response_id(response, "msg_"),
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": echoed_model(call),
         "content": content,
         "stop_reason": _stop_reason(response, any(b.get("type") == "tool_use" for b in content)),
         "stop_sequence": None,
@@ -337,10 +342,10 @@ def _block_events(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str,
     return block, []
 
 
-def stream_body(response: Response, model: str) -> bytes:
+def stream_body(response: Response, call: VendorCall | str) -> bytes:
     """The same answer as Anthropic's server-sent events, ``message_start`` to
     ``message_stop``, so ``messages.stream`` rebuilds exactly ``response_body``."""
-    message = response_body(response, model)
+    message = response_body(response, call)
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
     parts = [_event(b"message_start", {"type": "message_start", "message": start})]
@@ -573,18 +578,3 @@ def error_body(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[
     if nearest is not None:
         error["nearest"] = nearest
     return {"type": "error", "error": error}
-
-
-#: Anthropic messages, ``POST /v1/messages``.
-SHAPE: Final = Shape(
-    name=NAME,
-    routes=(re.compile(r"/v1/messages/?$"),),
-    paths=("POST /v1/messages",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=by_model(response_body),
-    stream_body=by_model(stream_body),
-    error_body=error_body,
-    to_body=to_body,
-    from_response=from_response,
-)

@@ -45,12 +45,12 @@ from .._common import (
     vendor_call,
 )
 from .._endpoint import LiveEndpoint
-from .._shape import Shape
 
 __all__ = [
     "LIVE",
     "NAME",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
     "error_body",
     "from_response",
     "read_body",
@@ -60,6 +60,8 @@ __all__ = [
 ]
 
 NAME: Final = "cohere"
+ROUTES: Final = (re.compile(r"/v2/chat/?$"),)
+PATHS: Final = ("POST /v2/chat",)
 
 #: Cohere's parameter names -> the neutral ones, so they hash alike everywhere.
 _PARAMS: Final = {"stop_sequences": "stop", "p": "top_p", "k": "top_k"}
@@ -463,18 +465,4 @@ LIVE: Final = LiveEndpoint(
     path="/v2/chat",
     key_header="Authorization",
     key_prefix="Bearer ",
-)
-
-#: Cohere's v2 chat, ``POST /v2/chat``.
-SHAPE: Final = Shape(
-    name=NAME,
-    routes=(re.compile(r"/v2/chat/?$"),),
-    paths=("POST /v2/chat",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=response_body,
-    stream_body=stream_body,
-    error_body=error_body,
-    to_body=to_body,
-    from_response=from_response,
 )

@@ -18,18 +18,22 @@ from ..._errors import RequestError
 from .._common import VendorCall
 from .._counting import chat_body, count_answer, counted, live_count
 from .._endpoint import sibling
-from .._shape import Shape
 from .._unstreamed import unstreamed
 from . import generate as gemini
 
 __all__ = [
     "LIVE",
+    "PATHS",
     "ROUTE",
-    "SHAPE",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
+    "response_body",
+    "stream_body",
     "to_body",
 ]
+
 
 ROUTE: Final = re.compile(r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])countTokens/?$")
 
@@ -71,18 +75,10 @@ LIVE: Final = sibling(
 )
 
 
-_ANSWER: Final = count_answer("totalTokens")
-
-#: Gemini's ``countTokens``.
-SHAPE: Final = Shape(
-    name="gemini-count-tokens",
-    routes=(ROUTE,),
-    paths=("POST /v1beta/models/{model}:countTokens",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=_ANSWER,
-    stream_body=unstreamed(_ANSWER),
-    error_body=gemini.error_body,
-    to_body=to_body,
-    from_response=from_response,
-)
+ROUTES: Final = (ROUTE,)
+PATHS: Final = ("POST /v1beta/models/{model}:countTokens",)
+#: The stored count, as Gemini answers it (never streamed).
+response_body = count_answer("totalTokens")
+stream_body = unstreamed(response_body)
+#: Google's error envelope.
+error_body = gemini.error_body

@@ -19,20 +19,23 @@ from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
 from .._endpoint import sibling
-from .._shape import Shape
 from .._unstreamed import unstreamed
 from .._vectors import live_vector, stored_vectors
 from . import generate as gemini
 
 __all__ = [
     "LIVE",
+    "PATHS",
     "ROUTE",
-    "SHAPE",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
+    "stream_body",
     "to_body",
 ]
+
 
 ROUTE: Final = re.compile(
     r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])"
@@ -160,19 +163,12 @@ LIVE: Final = sibling(
 )
 
 
-#: Gemini's ``embedContent`` and ``batchEmbedContents``.
-SHAPE: Final = Shape(
-    name="gemini-embed",
-    routes=(ROUTE,),
-    paths=(
-        "POST /v1beta/models/{model}:embedContent",
-        "POST /v1beta/models/{model}:batchEmbedContents",
-    ),
-    live=LIVE,
-    read_body=read_body,
-    response_body=response_body,
-    stream_body=unstreamed(response_body),
-    error_body=gemini.error_body,
-    to_body=to_body,
-    from_response=from_response,
+ROUTES: Final = (ROUTE,)
+PATHS: Final = (
+    "POST /v1beta/models/{model}:embedContent",
+    "POST /v1beta/models/{model}:batchEmbedContents",
 )
+#: Never streamed by the vendor: the JSON answer's bytes.
+stream_body = unstreamed(response_body)
+#: Google's error envelope.
+error_body = gemini.error_body

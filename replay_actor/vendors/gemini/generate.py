@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from .._shape import Shape, by_model
 from ._fields import NAME, ROUTE, derived_call_id
 from .answer import error_body, response_body, stream_body
 from .live import LIVE, from_response, to_body
@@ -26,8 +25,9 @@ from .request import read_body
 __all__ = [
     "LIVE",
     "NAME",
+    "PATHS",
     "ROUTE",
-    "SHAPE",
+    "ROUTES",
     "derived_call_id",
     "error_body",
     "from_response",
@@ -38,19 +38,8 @@ __all__ = [
 ]
 
 
-#: Gemini's ``generateContent`` and ``streamGenerateContent``.
-SHAPE: Final = Shape(
-    name=NAME,
-    routes=(ROUTE,),
-    paths=(
-        "POST /v1beta/models/{model}:generateContent",
-        "POST /v1beta/models/{model}:streamGenerateContent",
-    ),
-    live=LIVE,
-    read_body=read_body,
-    response_body=by_model(response_body),
-    stream_body=by_model(stream_body),
-    error_body=error_body,
-    to_body=to_body,
-    from_response=from_response,
+ROUTES: Final = (ROUTE,)
+PATHS: Final = (
+    "POST /v1beta/models/{model}:generateContent",
+    "POST /v1beta/models/{model}:streamGenerateContent",
 )

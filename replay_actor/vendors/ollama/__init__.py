@@ -1,7 +1,8 @@
 """The Ollama family: its native API <-> the neutral requests and responses
 (docs/ollama.md).
 
-Three shapes, each a module declaring its ``SHAPE`` (its registry name in ``FAMILY``)::
+Three shapes, each a module of the shape's functions and routes (its registry name in
+``FAMILY``)::
 
     _wire.py     what the three share: options -> params, ``format`` -> response_format,
                  NDJSON lines, the usage counts, the error envelope, the live endpoint

@@ -25,7 +25,6 @@ from .._common import (
     read_tools,
     vendor_call,
 )
-from .._shape import Shape
 from ._wire import (
     NDJSON,
     NOT_HASHED,
@@ -42,13 +41,21 @@ from ._wire import (
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "STREAM_TYPE",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
     "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/api/chat/?$"),)
+PATHS: Final = ("POST /api/chat",)
+#: Ollama streams newline-delimited JSON.
+STREAM_TYPE: Final = NDJSON
 
 _encode: Final = msgspec.json.encode
 _OWNED: Final = NOT_HASHED | {"messages", "tools", "format", "options"}
@@ -216,20 +223,4 @@ LIVE: Final = live_endpoint(
     "an Ollama chat answer",
     "/api/chat",
     kinds=(("completion", "ollama-generate"), ("embedding", "ollama-embed")),
-)
-
-
-#: Ollama's ``POST /api/chat``.
-SHAPE: Final = Shape(
-    name="ollama",
-    routes=(re.compile(r"/api/chat/?$"),),
-    paths=("POST /api/chat",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=response_body,
-    stream_body=stream_body,
-    error_body=error_body,
-    to_body=to_body,
-    from_response=from_response,
-    stream_type=NDJSON,
 )

@@ -15,19 +15,24 @@ from ..._errors import RequestError
 from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
-from .._shape import Shape
 from .._unstreamed import unstreamed
 from .._vectors import live_vector, read_texts, stored_vectors
 from ._wire import NOT_HASHED, error_body, live_endpoint, live_options, live_usage, read_options
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
+    "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/api/embed/?$"),)
+PATHS: Final = ("POST /api/embed",)
 
 _OWNED: Final = NOT_HASHED | {"input", "dimensions", "options"}
 
@@ -89,16 +94,5 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = live_endpoint("OllamaEmbedAdapter", "Ollama embeddings", "/api/embed")
 
 
-#: Ollama's ``POST /api/embed``.
-SHAPE: Final = Shape(
-    name="ollama-embed",
-    routes=(re.compile(r"/api/embed/?$"),),
-    paths=("POST /api/embed",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=response_body,
-    stream_body=unstreamed(response_body),
-    error_body=error_body,
-    to_body=to_body,
-    from_response=from_response,
-)
+#: Never streamed by the vendor: the JSON answer's bytes.
+stream_body = unstreamed(response_body)

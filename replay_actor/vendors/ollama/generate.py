@@ -15,7 +15,6 @@ from ..._errors import RequestError
 from ..._kinds import COMPLETION
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall, vendor_call
-from .._shape import Shape
 from ._wire import (
     NDJSON,
     NOT_HASHED,
@@ -32,13 +31,21 @@ from ._wire import (
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "STREAM_TYPE",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
     "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/api/generate/?$"),)
+PATHS: Final = ("POST /api/generate",)
+#: Ollama streams newline-delimited JSON.
+STREAM_TYPE: Final = NDJSON
 
 _OWNED: Final = NOT_HASHED | {"prompt", "format", "options"}
 _REFUSED: Final = ("context", "images")
@@ -104,19 +111,3 @@ def from_response(data: Any) -> dict[str, Any]:
 
 
 LIVE: Final = live_endpoint("OllamaGenerateAdapter", "an Ollama answer", "/api/generate")
-
-
-#: Ollama's ``POST /api/generate``.
-SHAPE: Final = Shape(
-    name="ollama-generate",
-    routes=(re.compile(r"/api/generate/?$"),),
-    paths=("POST /api/generate",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=response_body,
-    stream_body=stream_body,
-    error_body=error_body,
-    to_body=to_body,
-    from_response=from_response,
-    stream_type=NDJSON,
-)

@@ -30,6 +30,7 @@ from .._common import (
     VendorCall,
     canonical_arguments,
     collapse_content,
+    echoed_model,
     error_envelope,
     read_tools,
     refuse_unfaithful,
@@ -37,17 +38,21 @@ from .._common import (
     vendor_call,
 )
 from .._endpoint import LiveEndpoint
-from .._shape import Shape, by_model
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
     "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/chat/completions/?$"),)
+PATHS: Final = ("POST /v1/chat/completions",)
 
 _TOOL_CHOICE_WORDS: Final = frozenset({"auto", "none", "required"})
 # Keys of the body that the mapping owns or does not hash: never copied into params.
@@ -230,8 +235,9 @@ def _message_body(response: Response) -> dict[str, Any]:
     return {"role": "assistant", "content": content, "refusal": response.refusal}
 
 
-def response_body(response: Response, model: str) -> dict[str, Any]:
-    """The ``chat.completion`` object answering with the stored neutral response."""
+def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
+    """The ``chat.completion`` object answering ``call`` (or only its model) with the
+    stored neutral response."""
     calls = _calls(response)
     message = _message_body(response)
     if calls:
@@ -240,7 +246,7 @@ def response_body(response: Response, model: str) -> dict[str, Any]:
         "id": response_id(response, "chatcmpl-"),
         "object": "chat.completion",
         "created": response.created,
-        "model": model,
+        "model": echoed_model(call),
         "choices": [
             {
                 "index": 0,
@@ -253,14 +259,15 @@ def response_body(response: Response, model: str) -> dict[str, Any]:
     }
 
 
-def stream_body(response: Response, model: str, *, include_usage: bool) -> bytes:
+def stream_body(response: Response, call: VendorCall) -> bytes:
     """The same answer as ``chat.completion.chunk`` server-sent events, ending in
     ``data: [DONE]``; a final usage chunk when the caller asked for one."""
+    include_usage = call.include_usage
     head = {
         "id": response_id(response, "chatcmpl-"),
         "object": "chat.completion.chunk",
         "created": response.created,
-        "model": model,
+        "model": call.model,
     }
     if include_usage:
         head["usage"] = None
@@ -278,14 +285,18 @@ def stream_body(response: Response, model: str, *, include_usage: bool) -> bytes
             first[key] = value
     parts = [chunk(first)]
     calls = _calls(response)
-    for index, call in enumerate(calls):
-        parts.append(chunk({"tool_calls": [{"index": index, **call}]}))
+    for index, tool_call in enumerate(calls):
+        parts.append(chunk({"tool_calls": [{"index": index, **tool_call}]}))
     parts.append(chunk({}, _finish(response, bool(calls))))
     if include_usage:
         usage = {**head, "choices": [], "usage": _usage(response)}
         parts.append(b"data: " + _encode(usage) + b"\n\n")
     parts.append(b"data: [DONE]\n\n")
     return b"".join(parts)
+
+
+#: OpenAI's error envelope, which its SDKs raise as their own exceptions.
+error_body = error_envelope
 
 
 # -- neutral request -> live body, live answer -> neutral response ------------------------
@@ -429,23 +440,4 @@ LIVE: Final = LiveEndpoint(
         ("completion", "openai-completions"),
         ("count_tokens", "openai-input-tokens"),
     ),
-)
-
-
-def _stream(response: Response, call: VendorCall) -> bytes:
-    return stream_body(response, call.model, include_usage=call.include_usage)
-
-
-#: OpenAI chat completions, ``POST …/chat/completions``.
-SHAPE: Final = Shape(
-    name="openai",
-    routes=(re.compile(r"/chat/completions/?$"),),
-    paths=("POST /v1/chat/completions",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=by_model(response_body),
-    stream_body=_stream,
-    error_body=error_envelope,
-    to_body=to_body,
-    from_response=from_response,
 )

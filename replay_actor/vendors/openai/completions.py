@@ -21,18 +21,20 @@ from .._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
+    echoed_model,
     error_envelope,
     refuse_unfaithful,
     response_id,
     vendor_call,
 )
 from .._endpoint import sibling
-from .._shape import Shape, by_model
 from . import chat as openai
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "read_prompt",
@@ -40,6 +42,10 @@ __all__ = [
     "stream_body",
     "to_body",
 ]
+
+# Not /chat/completions: the path segment before must not be "chat".
+ROUTES: Final = (re.compile(r"(?:^|/)(?<!chat/)completions/?$"),)
+PATHS: Final = ("POST /v1/completions",)
 
 _OWNED: Final = NOT_HASHED | {"prompt", "stop"}
 _RESERVED: Final = frozenset({"model", "prompt", "stream"})
@@ -98,7 +104,7 @@ def _head(response: Response, model: str) -> dict[str, Any]:
     }
 
 
-def response_body(response: Response, model: str) -> dict[str, Any]:
+def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
     """The ``text_completion`` answering with the stored text."""
     choice = {
         "text": response.content or "",
@@ -106,7 +112,8 @@ def response_body(response: Response, model: str) -> dict[str, Any]:
         "logprobs": None,
         "finish_reason": response.finish_reason or "stop",
     }
-    return {**_head(response, model), "choices": [choice], "usage": _usage(response)}
+    head = _head(response, echoed_model(call))
+    return {**head, "choices": [choice], "usage": _usage(response)}
 
 
 def stream_body(response: Response, call: VendorCall) -> bytes:
@@ -154,17 +161,5 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = sibling(openai.LIVE, "OpenAICompletionsAdapter", "a text completion", "/completions")
 
 
-#: OpenAI legacy completions, ``POST …/completions``.
-SHAPE: Final = Shape(
-    name="openai-completions",
-    # Not /chat/completions: the path segment before must not be "chat".
-    routes=(re.compile(r"(?:^|/)(?<!chat/)completions/?$"),),
-    paths=("POST /v1/completions",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=by_model(response_body),
-    stream_body=stream_body,
-    error_body=error_envelope,
-    to_body=to_body,
-    from_response=from_response,
-)
+#: OpenAI's error envelope.
+error_body = error_envelope

@@ -19,19 +19,25 @@ from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
 from .._endpoint import sibling
-from .._shape import Shape
 from .._unstreamed import unstreamed
 from .._vectors import float32_base64, live_vector, read_texts, stored_vectors
 from . import chat as openai
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
+    "stream_body",
     "to_body",
 ]
+
+# Not /api/embeddings: that is Ollama's older endpoint, which is not served.
+ROUTES: Final = (re.compile(r"(?<!/api)/embeddings/?$"),)
+PATHS: Final = ("POST /v1/embeddings",)
 
 _OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
 _FORMATS: Final = frozenset({"float", "base64"})
@@ -114,17 +120,7 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = sibling(openai.LIVE, "OpenAIEmbeddingsAdapter", "an embeddings list", "/embeddings")
 
 
-#: OpenAI embeddings, ``POST …/embeddings``.
-SHAPE: Final = Shape(
-    name="openai-embeddings",
-    # Not /api/embeddings: that is Ollama's older endpoint, which is not served.
-    routes=(re.compile(r"(?<!/api)/embeddings/?$"),),
-    paths=("POST /v1/embeddings",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=response_body,
-    stream_body=unstreamed(response_body),
-    error_body=error_envelope,
-    to_body=to_body,
-    from_response=from_response,
-)
+#: Never streamed by the vendor: the JSON answer's bytes.
+stream_body = unstreamed(response_body)
+#: OpenAI's error envelope.
+error_body = error_envelope

@@ -16,7 +16,6 @@ from ..._errors import RequestError
 from .._common import VendorCall, error_envelope
 from .._counting import chat_body, count_answer, counted, live_count
 from .._endpoint import sibling
-from .._shape import Shape
 from .._unstreamed import unstreamed
 from . import chat as openai
 from .responses.live import to_body as responses_body
@@ -24,11 +23,18 @@ from .responses.request import read_body as read_responses
 
 __all__ = [
     "LIVE",
-    "SHAPE",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
+    "response_body",
+    "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/responses/input_tokens/?$"),)
+PATHS: Final = ("POST /v1/responses/input_tokens",)
 
 #: What the counting endpoint takes of a Responses body.
 _COUNTED_KEYS: Final = frozenset(
@@ -75,18 +81,8 @@ LIVE: Final = sibling(
 )
 
 
-_ANSWER: Final = count_answer("input_tokens", object="response.input_tokens")
-
-#: OpenAI's input token counting, ``POST …/responses/input_tokens``.
-SHAPE: Final = Shape(
-    name="openai-input-tokens",
-    routes=(re.compile(r"/responses/input_tokens/?$"),),
-    paths=("POST /v1/responses/input_tokens",),
-    live=LIVE,
-    read_body=read_body,
-    response_body=_ANSWER,
-    stream_body=unstreamed(_ANSWER),
-    error_body=error_envelope,
-    to_body=to_body,
-    from_response=from_response,
-)
+#: The stored count, as OpenAI answers it (never streamed).
+response_body = count_answer("input_tokens", object="response.input_tokens")
+stream_body = unstreamed(response_body)
+#: OpenAI's error envelope.
+error_body = error_envelope
