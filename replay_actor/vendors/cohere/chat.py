@@ -106,26 +106,35 @@ def _tool_call(raw: Any, where: str) -> dict[str, Any]:
     }
 
 
+def _is_thinking(block: Any) -> bool:
+    return type(block) is dict and block.get("type") == "thinking"
+
+
+def _tool_calls(calls: Any, where: str) -> list[dict[str, Any]]:
+    if type(calls) is not list:
+        raise RequestError(f"{where}.tool_calls must be an array")
+    return [_tool_call(call, f"{where}.tool_calls[{j}]") for j, call in enumerate(calls)]
+
+
+def _without_thinking(content: Any) -> tuple[Any, list[Any]]:
+    """A message's content without its thinking blocks, and those blocks."""
+    if type(content) is not list:
+        return content, []
+    blocks = [_without_nulls(block) for block in content]
+    return [b for b in blocks if not _is_thinking(b)], [b for b in blocks if _is_thinking(b)]
+
+
 def _assistant(message: dict[str, Any], where: str) -> dict[str, Any]:
     """An assistant message: its text, its tool calls, and its plan and thinking carried
     as (unhashed) reasoning."""
     out: dict[str, Any] = {"role": "assistant"}
-    content = message.get("content")
-    items = []
-    if type(content) is list:
-        blocks = [_without_nulls(block) for block in content]
-        items = [b for b in blocks if type(b) is dict and b.get("type") == "thinking"]
-        content = [b for b in blocks if not (type(b) is dict and b.get("type") == "thinking")]
+    content, items = _without_thinking(message.get("content"))
     if content:
         out["content"] = collapse_content(content)
-    calls = message.get("tool_calls")
-    if calls:
-        if type(calls) is not list:
-            raise RequestError(f"{where}.tool_calls must be an array")
-        out["tool_calls"] = [_tool_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(calls)]
-    plan = message.get("tool_plan")
-    if plan:
-        items.append({"type": "tool_plan", "tool_plan": plan})
+    if message.get("tool_calls"):
+        out["tool_calls"] = _tool_calls(message["tool_calls"], where)
+    if message.get("tool_plan"):
+        items.append({"type": "tool_plan", "tool_plan": message["tool_plan"]})
     if items:
         out["reasoning"] = {"vendor": NAME, "items": items}
     return out
@@ -319,22 +328,29 @@ def error_body(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[
 # -- neutral request -> live body, live answer -> neutral response ------------------------
 
 
+def _carried(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """The reasoning items an assistant message carries back, if they are Cohere's
+    (another vendor's reasoning is omitted)."""
+    reasoning = message.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("vendor") == NAME:
+        return list(reasoning.get("items") or [])
+    return []
+
+
+def _text_blocks(content: Any) -> list[Any]:
+    if type(content) is list:
+        return list(content)
+    return [{"type": "text", "text": content}] if type(content) is str and content else []
+
+
 def _live_assistant(message: dict[str, Any]) -> dict[str, Any]:
     """An assistant turn as Cohere takes it back: its thinking blocks and text, its plan
-    (the model's own, carried as reasoning; another vendor's reasoning is omitted), its
-    tool calls."""
-    reasoning = message.get("reasoning")
-    items: list[dict[str, Any]] = []
-    if isinstance(reasoning, dict) and reasoning.get("vendor") == NAME:
-        items = list(reasoning.get("items") or [])
-    content = message.get("content")
-    blocks = list(content) if type(content) is list else []
-    if type(content) is str and content:
-        blocks = [{"type": "text", "text": content}]
+    (the model's own, carried as reasoning), its tool calls."""
+    items = _carried(message)
     out: dict[str, Any] = {"role": "assistant"}
-    thinking = [item for item in items if item.get("type") == "thinking"]
-    if thinking or blocks:
-        out["content"] = thinking + blocks
+    content = [item for item in items if _is_thinking(item)] + _text_blocks(message.get("content"))
+    if content:
+        out["content"] = content
     plans = [item["tool_plan"] for item in items if item.get("type") == "tool_plan"]
     if plans:
         out["tool_plan"] = "".join(plans)
@@ -432,28 +448,32 @@ def from_response(data: Any) -> dict[str, Any]:
     message = data.get("message") if isinstance(data, dict) else None
     if not isinstance(message, dict):
         raise MalformedResponse("the body has no message")
-    content = message.get("content") or []
-    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
-        raise MalformedResponse("the message content is not an array of blocks")
-    texts = [
-        b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str)
-    ]
-    items = [b for b in content if b.get("type") == "thinking"]
-    if isinstance(message.get("tool_plan"), str) and message["tool_plan"]:
-        items.append({"type": "tool_plan", "tool_plan": message["tool_plan"]})
-    calls = _live_calls(message.get("tool_calls"))
-    finish = data.get("finish_reason")
+    texts, items = _live_content(message)
+    plan = message.get("tool_plan")
+    if isinstance(plan, str) and plan:
+        items.append({"type": "tool_plan", "tool_plan": plan})
     neutral: dict[str, Any] = {
         "content": "".join(texts) if texts else None,
-        "tool_calls": calls,
-        "finish_reason": _FINISH_FROM.get(finish, finish.lower())
-        if isinstance(finish, str)
-        else None,
+        "tool_calls": _live_calls(message.get("tool_calls")),
+        "finish_reason": _live_finish(data.get("finish_reason")),
         "usage": _live_usage(data),
     }
     if items:
         neutral["reasoning"] = {"vendor": NAME, "items": items}
     return neutral
+
+
+def _live_content(message: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """A live message's texts, and its thinking blocks (the model's reasoning)."""
+    content = message.get("content") or []
+    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+        raise MalformedResponse("the message content is not an array of blocks")
+    texts = [b["text"] for b in content if b.get("type") == "text" and type(b.get("text")) is str]
+    return texts, [block for block in content if _is_thinking(block)]
+
+
+def _live_finish(finish: Any) -> str | None:
+    return _FINISH_FROM.get(finish, finish.lower()) if isinstance(finish, str) else None
 
 
 #: Where the ``cohere`` live adapter sends a request: the vendor's base URL, the key as a
