@@ -172,6 +172,22 @@ def test_runs_environment_is_every_familys_variables_and_the_others() -> None:
     )
 
 
+def test_the_front_doors_variable_table_names_every_variable_run_sets_or_removes() -> None:
+    page = (ROOT / "docs" / "front-door.md").read_text(encoding="utf-8")
+    table = page.split("## `replay-actor run MANIFEST", 1)[1].split("**The real key", 1)[0]
+    named = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
+    every = {
+        *environment.BASE_URL_VARIABLES,
+        *environment.KEY_VARIABLES,
+        *environment.REMOVED_VARIABLES,
+        *(name for family in FAMILIES for name, _ in family.variables.defaults),
+    }
+    assert every - named == set()
+    for family in FAMILIES:
+        if family.ready:
+            assert f"`{family.ready[0]}`" in page, family.name
+
+
 def test_the_lazy_client_names_are_the_records() -> None:
     names = client_names()
     exported = {name for name in replay_actor.__all__ if name.endswith("_client")}

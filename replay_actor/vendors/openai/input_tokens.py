@@ -2,7 +2,7 @@
 ``count_tokens`` and its ``input_tokens`` (docs/front-door.md, "Token counting").
 
 The body is a Responses request body, read by the Responses mapping
-(``openai_responses/``), so a conversation counted hashes as that conversation with the
+(``responses/``), so a conversation counted hashes as that conversation with the
 ``count_tokens`` kind. ``previous_response_id`` is refused here: counting has no memory
 of served responses (send the conversation as input).
 """
