@@ -184,6 +184,26 @@ def vendor_call(
     )
 
 
+def _not_one(n: Any) -> bool:
+    # ``True == 1`` in Python: a bool is not the count 1, whatever the equality says.
+    return n is not None and (type(n) is bool or n != 1)
+
+
+#: What a neutral response cannot hold: (field, whether a value asks for it, what the
+#: refusal names), in the order they are checked.
+_UNFAITHFUL: Final[tuple[tuple[str, Callable[[Any], bool], str], ...]] = (
+    ("n", _not_one, "n other than 1"),
+    ("logprobs", lambda value: value not in (None, False), "logprobs"),
+    ("top_logprobs", lambda value: value is not None, "top_logprobs"),
+    ("audio", lambda value: value is not None, "audio output"),
+    (
+        "modalities",
+        lambda value: value is not None and value != ["text"],
+        "modalities other than ['text']",
+    ),
+)
+
+
 def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:
     """Raise ``RequestError`` naming the first field asking for something a neutral
     response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs``, ``audio``,
@@ -192,19 +212,9 @@ def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: boo
 
     Replaying or recording such a request would silently drop what the caller asked for.
     """
-    n = fields.get("n")
-    # ``True == 1`` in Python: a bool is not the count 1, whatever the equality says.
-    if n is not None and (type(n) is bool or n != 1):
-        raise RequestError(f"{where}n other than 1 cannot be replayed or recorded")
-    if fields.get("logprobs") not in (None, False):
-        raise RequestError(f"{where}logprobs cannot be replayed or recorded")
-    if fields.get("top_logprobs") is not None:
-        raise RequestError(f"{where}top_logprobs cannot be replayed or recorded")
-    if fields.get("audio") is not None:
-        raise RequestError(f"{where}audio output cannot be replayed or recorded")
-    modalities = fields.get("modalities")
-    if modalities is not None and modalities != ["text"]:
-        raise RequestError(f"{where}modalities other than ['text'] cannot be replayed or recorded")
+    for field, asks, what in _UNFAITHFUL:
+        if asks(fields.get(field)):
+            raise RequestError(f"{where}{what} cannot be replayed or recorded")
     if stream and "stream" in fields:
         raise RequestError(f"{where}stream cannot be set in params (the adapter owns it)")
 

@@ -494,6 +494,33 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     return body
 
 
+def _live_call(block: dict[str, Any]) -> dict[str, str]:
+    """A live ``tool_use`` block as a neutral call (its input as RFC 8785 text)."""
+    if not isinstance(block.get("name"), str):
+        raise MalformedResponse("a tool_use block has no name")
+    call_id = block.get("id")
+    return {
+        "id": call_id if isinstance(call_id, str) else "",
+        "name": block["name"],
+        "arguments": canonical_arguments(msgspec.json.encode(block.get("input", {})).decode()),
+    }
+
+
+def _live_usage(usage: Any) -> dict[str, Any] | None:
+    """The neutral usage of a live answer's, when its counts are integers."""
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("input_tokens", 0)
+    completion = usage.get("output_tokens", 0)
+    if not (isinstance(prompt, int) and isinstance(completion, int)):
+        return None
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
 def from_response(data: Any) -> dict[str, Any]:
     """The neutral response for a decoded ``message``; ``MalformedResponse`` otherwise.
 
@@ -518,35 +545,13 @@ def from_response(data: Any) -> dict[str, Any]:
             # back in a later turn.
             reasoning.append(block)
         elif kind == "tool_use":
-            if not isinstance(block.get("name"), str):
-                raise MalformedResponse("a tool_use block has no name")
-            call_id = block.get("id")
-            calls.append(
-                {
-                    "id": call_id if isinstance(call_id, str) else "",
-                    "name": block["name"],
-                    "arguments": canonical_arguments(
-                        msgspec.json.encode(block.get("input", {})).decode()
-                    ),
-                }
-            )
+            calls.append(_live_call(block))
     stop = data.get("stop_reason")
-    usage = data.get("usage")
-    neutral_usage: dict[str, Any] | None = None
-    if isinstance(usage, dict):
-        prompt = usage.get("input_tokens", 0)
-        completion = usage.get("output_tokens", 0)
-        if isinstance(prompt, int) and isinstance(completion, int):
-            neutral_usage = {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            }
     neutral: dict[str, Any] = {
         "content": "".join(texts) if texts else None,
         "tool_calls": calls,
         "finish_reason": _STOP_FROM_VENDOR.get(stop, stop) if isinstance(stop, str) else None,
-        "usage": neutral_usage,
+        "usage": _live_usage(data.get("usage")),
     }
     if stop == "refusal":
         # A refusal is kept as one: its text, if any, is the refusal.

@@ -49,21 +49,23 @@ STREAM_TYPE: Final = NDJSON
 
 _OWNED: Final = NOT_HASHED | {"prompt", "format", "options"}
 _REFUSED: Final = ("context", "images")
+#: Keys that never reach ``params``: the ones the mapping owns and the refused ones
+#: (present only when empty).
+_UNHASHED: Final = _OWNED | frozenset(_REFUSED)
 
 
 def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral completion request for an ``/api/generate`` body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
-    for key in _REFUSED:
-        if body.get(key):
-            raise RequestError(f"{key} cannot be replayed or recorded")
+    refused = [key for key in _REFUSED if body.get(key)]
+    if refused:
+        raise RequestError(f"{refused[0]} cannot be replayed or recorded")
     prompt = body.get("prompt", "")
     if type(prompt) is not str:
         raise RequestError("prompt must be a string")
     request: dict[str, Any] = {"kind": COMPLETION, "prompt": prompt}
-    params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
-    params = {k: v for k, v in params.items() if k not in _REFUSED}
+    params = {k: v for k, v in body.items() if k not in _UNHASHED and v is not None}
     response_format = read_format(body.get("format"))
     if response_format is not None:
         params["format"] = response_format

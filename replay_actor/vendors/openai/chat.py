@@ -172,6 +172,16 @@ def read_body(body: Any, path: str = "") -> VendorCall:
     read_tools(body, request, _tools, _read_tool_choice)
     if body.get("response_format") is not None:
         request["response_format"] = body["response_format"]
+    options = body.get("stream_options")
+    include_usage = type(options) is dict and options.get("include_usage") is True
+    return vendor_call(
+        body, request, _params(body), stream=body.get("stream") is True, include_usage=include_usage
+    )
+
+
+def _params(body: dict[str, Any]) -> dict[str, Any]:
+    """Every field the mapping does not own, with ``max_tokens`` (either spelling) and
+    ``stop`` (always a list) in the neutral form."""
     params = {k: v for k, v in body.items() if k not in _OWNED}
     max_tokens = body.get("max_tokens")
     completion_tokens = body.get("max_completion_tokens")
@@ -182,11 +192,7 @@ def read_body(body: Any, path: str = "") -> VendorCall:
     stop = body.get("stop")
     if stop is not None:
         params["stop"] = [stop] if type(stop) is str else stop
-    options = body.get("stream_options")
-    include_usage = type(options) is dict and options.get("include_usage") is True
-    return vendor_call(
-        body, request, params, stream=body.get("stream") is True, include_usage=include_usage
-    )
+    return params
 
 
 # -- neutral response -> vendor response --------------------------------------------------
@@ -387,19 +393,17 @@ def _read_calls(raw: Any) -> list[dict[str, str]]:
     return calls
 
 
-def from_response(data: Any) -> dict[str, Any]:
-    """The neutral response for a decoded chat-completions body; ``MalformedResponse``
-    if the body does not have that shape. A non-null ``message.refusal`` becomes the
-    neutral ``refusal`` (docs/manifest.md, "Refusals and reasoning")."""
+def _first_choice(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise MalformedResponse("the body is not an object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("the body has no choices")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        raise MalformedResponse("the first choice has no message")
-    content = message.get("content")
+    first: dict[str, Any] = choices[0]
+    return first
+
+
+def _live_content(content: Any) -> str | None:
     if isinstance(content, list):
         # Content parts: keep the text, which is what a neutral response carries.
         content = "".join(
@@ -409,7 +413,19 @@ def from_response(data: Any) -> dict[str, Any]:
         )
     if content is not None and not isinstance(content, str):
         raise MalformedResponse("the message content is not a string")
-    finish = choices[0].get("finish_reason")
+    return content
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """The neutral response for a decoded chat-completions body; ``MalformedResponse``
+    if the body does not have that shape. A non-null ``message.refusal`` becomes the
+    neutral ``refusal`` (docs/manifest.md, "Refusals and reasoning")."""
+    choice = _first_choice(data)
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise MalformedResponse("the first choice has no message")
+    content = _live_content(message.get("content"))
+    finish = choice.get("finish_reason")
     usage = data.get("usage")
     neutral: dict[str, Any] = {
         "content": content,

@@ -61,12 +61,17 @@ def read_body(body: Any, path: str = "") -> VendorCall:
     params = {k: v for k, v in body.items() if k not in _OWNED}
     if params:
         request["params"] = params
+    return VendorCall(request=request, model=model, answer_as=_encoding(body))
+
+
+def _encoding(body: dict[str, Any]) -> str:
+    """How the vectors are asked for (not hashed: one entry answers both)."""
     form = body.get("encoding_format")
     if form is None:
-        form = "float"  # the API's default when the field is absent
+        return "float"  # the API's default when the field is absent
     if type(form) is not str or form not in _FORMATS:
         raise RequestError("encoding_format must be 'float' or 'base64'")
-    return VendorCall(request=request, model=model, answer_as=form)
+    return form
 
 
 def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
