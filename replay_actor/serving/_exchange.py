@@ -1,44 +1,13 @@
 """One HTTP exchange, the same wherever replay-actor answers a vendor API: in-process
 (the httpx2 and httpx transports of ``integrations/``, which its SDK clients use) and
-over local HTTP (``frontdoor/``): :class:`Exchange`
-routes and reads a request into a :class:`Call` (asked once, by ``_serving.py``) or an
-``Answer``.
+over local HTTP (``frontdoor/``): :class:`Exchange` routes and reads a request into a
+:class:`Call` (asked once, by ``_serving.py``) or an ``Answer``.
 
-Runs in: whichever process serves (a transport's caller, or the front door).
-
-One HTTP exchange in, one provider call, one HTTP answer out::
-
-    Exchange.prepare(method, path, body, headers)
-      _routes.canonical_path (Azure, /messages) -> route by path
-      -> vendors.<api>.read_body -> x-replay-scope  -> Call | Answer
-    Call: provider.complete / acomplete (exactly once) -> Call.answer(response) | Call.fail(exc)
-      vendors.<api>.response_body / stream_body -> 200 JSON, or 200 text/event-stream
-    Answer(status, headers, body): what goes back, failures included
-
-Every failure is an HTTP error the vendors' SDKs raise as their own exception and never
-retry: each carries ``x-should-retry: false`` (both SDKs obey it before their status-code
-rules), and no exception ever leaves the transport (an exception would be a connection
-error, which the SDKs retry, asking the provider again). Nothing is forwarded anywhere.
-
-=========================  ======  =====================
-failure                    status  ``error.type``
-=========================  ======  =====================
-other path or method       404     ``not_found`` (listing the served paths)
-invalid request            400     ``invalid_request``
-miss                       404     ``replay_miss``
-exhausted sequence         404     ``replay_exhausted``
-released provider / lost   503     ``replay_unavailable``
-live endpoint failed       502     ``live_provider_error``
-=========================  ======  =====================
-
-The error message is the exception's own first line (for a miss, exactly the message
-docs/privacy.md gives): in private mode it carries no hash, and no header or id is
-derived from the request hash, so nothing private crosses. In normal mode a miss that
-the fixture's request sidecar explains adds ``error.nearest`` (``{"request_hash",
-"paths"}``, docs/authoring.md) beside the message, so an SDK user can read it from the
-exception's ``body``.
-
-The ``x-replay-scope`` header (docs/front-door.md) is read here, for both: from a
+Runs in: whichever process serves (a transport's caller, or the front door). The
+package's docstring (``serving/__init__.py``) draws the exchange and its failures: each
+an HTTP error the vendors' SDKs raise as their own exception and never retry
+(``x-should-retry: false``), its message the exception's first line, private mode with
+no hash anywhere in it. The ``x-replay-scope`` header is read here, for both: from a
 transport's headers (a mapping with case-insensitive lookup, as httpx's) or from the
 front door's raw ASGI header pairs.
 """
