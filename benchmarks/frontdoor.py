@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx2
 
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai import chat as vendor_openai
 
 from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 import msgspec
 
 from .._errors import LiveProviderError, ManifestError
-from ..vendors._common import MalformedResponse as Malformed
+from ..vendors import MalformedResponse as Malformed
 from ._config import HTTPConfig
 from ._secrets import holds_key_piece, install_log_filter, strings_in
 

@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final, cast
 
 from .._errors import ManifestError, RequestError
-from ..vendors import Vendor, make_vendor, vendor_names
-from ..vendors._endpoint import EndpointOption, LiveEndpoint
+from ..vendors import EndpointOption, LiveEndpoint, Vendor, make_vendor, vendor_names
 from ._config import COMMON_KEYS, HTTPConfig, string_field
 from ._http import HTTPAdapter
 

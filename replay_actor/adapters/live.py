@@ -22,7 +22,7 @@ import msgspec
 from .._errors import ProviderClosed, ReplayError
 from .._interface import ReleasedOnExit, complete_each
 from .._request import RequestLike, canonical_request_and_reasoning
-from ..vendors._common import refuse_unfaithful
+from ..vendors import refuse_unfaithful
 from .base import Adapter
 
 __all__ = ["LiveProvider", "prepare_request"]

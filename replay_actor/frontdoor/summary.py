@@ -7,7 +7,7 @@ The line, on stderr, always one::
 
     replay-actor: 3 served, 1 missed, 0 exhausted, 0 blocked; fixture sha256:…; sealed (namespace)
 
-- the counts are :class:`~replay_actor.integrations._outcomes.Outcomes`; ``, N invalid``
+- the counts are :class:`~replay_actor.serving.Outcomes`; ``, N invalid``
   and ``, N failed`` follow ``blocked`` only when not zero;
 - then what answered: ``fixture sha256:…`` (the fixture-set hash, docs/fixture-format.md)
   for a replay manifest, ``fixture sha256:… (N recorded)`` for a record manifest (the
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..integrations._outcomes import Kind, Outcomes
+from ..serving import Kind, Outcomes
 
 __all__ = ["EXIT_FAILED_CLOSED", "SEAL_WORDS", "exit_status", "summary_line"]
 

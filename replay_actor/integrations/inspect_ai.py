@@ -63,7 +63,7 @@ from .._errors import ManifestError
 from .._interface import Provider
 from .._response import read_response
 from ..attribution.row import in_row
-from ..vendors._common import canonical_arguments, collapse_content
+from ..vendors import canonical_arguments, collapse_content
 from ._private import acall_private
 
 __all__ = [

@@ -14,7 +14,7 @@ import pytest
 
 from replay_actor import request_hash
 from replay_actor.cli import main
-from replay_actor.integrations.serving import Call, Exchange
+from replay_actor.serving import Call, Exchange
 from tests.support.frontdoor_util import run_cli, serving, write_fixture
 
 pytestmark = pytest.mark.usefixtures("no_leaks")

@@ -23,10 +23,11 @@ from typing import Any
 import pytest
 
 from tests.support.arith_vendor import ArithVendor
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(600)]
 
-ROOT = Path(__file__).resolve().parents[2]
+
 CREWAI_PYTHON = ROOT / ".venv" / "crewai" / "bin" / "python"
 
 #: Twenty questions; the candidate asks to see the working for the three that multiply.

@@ -22,11 +22,12 @@ import pytest
 from replay_actor import load_fixture, request_hash
 from replay_actor.cli import main
 from tests.support.arith_vendor import ArithVendor
+from tests.support.paths import ROOT
 
 pytest.importorskip("inspect_ai")
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(600)]
 
-ROOT = Path(__file__).resolve().parents[2]
+
 EXAMPLE = ROOT / "examples" / "inspect_attribution"
 CHANGED = {"q5": "What is 6 times 7?", "q12": "What is 9 times 8?", "q18": "What is 12 times 5?"}
 INSPECT = str(Path(sys.executable).with_name("inspect"))

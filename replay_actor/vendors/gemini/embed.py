@@ -14,24 +14,28 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._kinds import EMBEDDING
-from .._response import Response
-from . import gemini
-from ._common import MalformedResponse, VendorCall
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
-from ._vectors import live_vector, stored_vectors
+from ..._errors import RequestError
+from ..._kinds import EMBEDDING
+from ..._response import Response
+from .._common import MalformedResponse, VendorCall
+from .._endpoint import sibling
+from .._unstreamed import unstreamed
+from .._vectors import live_vector, stored_vectors
+from . import generate as gemini
 
 __all__ = [
     "LIVE",
+    "PATHS",
     "ROUTE",
-    "GeminiEmbed",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
+    "stream_body",
     "to_body",
 ]
+
 
 ROUTE: Final = re.compile(
     r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])"
@@ -73,41 +77,55 @@ def _model_name(value: Any) -> str:
     return value.removeprefix("models/") if type(value) is str else ""
 
 
+def _items(body: dict[str, Any], match: re.Match[str] | None) -> tuple[list[Any], str]:
+    """The items to embed and how to answer: a batch's ``requests``, or the body alone."""
+    # Without a path (``--from gemini-embed`` of a file), ``requests`` says batch.
+    batch = match["method"] == "batchEmbedContents" if match else "requests" in body
+    if not batch:
+        return [body], "single"
+    items = body.get("requests")
+    if type(items) is not list or not items or set(body) - {"requests"}:
+        raise RequestError("requests must be a non-empty array (and the only field)")
+    return items, "batch"
+
+
+def _item(item: Any, where: str, model: str) -> tuple[str, str, dict[str, Any]]:
+    """One item's model (the path's, else its own), text and options."""
+    if type(item) is not dict:
+        raise RequestError(f"{where or 'the body '}must be an object")
+    named = _model_name(item.get("model"))
+    if named and model and named != model:
+        raise RequestError(f"{where}model differs from the model in the path")
+    return model or named, _text(item.get("content"), f"{where}content"), _options(item, where)
+
+
+def _read_items(items: list[Any], batch: bool, model: str) -> tuple[str, list[str], dict[str, Any]]:
+    """The model, the texts, and the options every item shares (one set of options per
+    request: the vectors are made alike)."""
+    texts: list[str] = []
+    options: dict[str, Any] | None = None
+    for i, raw in enumerate(items):
+        where = f"requests[{i}]." if batch else ""
+        model, text, mine = _item(raw, where, model)
+        if options is not None and mine != options:
+            raise RequestError(f"{where}options differ from the first request's")
+        texts.append(text)
+        options = mine
+    return model, texts, options or {}
+
+
 def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral embedding request for an embedContent or batchEmbedContents body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
     match = ROUTE.search(path)
     model = match["model"] if match else _model_name(body.get("model"))
-    # Without a path (``--from gemini-embed`` of a file), ``requests`` says batch.
-    batch = match["method"] == "batchEmbedContents" if match else "requests" in body
-    if batch:
-        items = body.get("requests")
-        if type(items) is not list or not items or set(body) - {"requests"}:
-            raise RequestError("requests must be a non-empty array (and the only field)")
-        answer_as = "batch"
-    else:
-        items = [body]
-        answer_as = "single"
-    texts: list[str] = []
-    options: dict[str, Any] | None = None
-    for i, item in enumerate(items):
-        where = f"requests[{i}]." if answer_as == "batch" else ""
-        if type(item) is not dict:
-            raise RequestError(f"{where or 'the body '}must be an object")
-        named = _model_name(item.get("model"))
-        if named and model and named != model:
-            raise RequestError(f"{where}model differs from the model in the path")
-        model = model or named
-        texts.append(_text(item.get("content"), f"{where}content"))
-        mine = _options(item, where)
-        if options is not None and mine != options:
-            raise RequestError(f"{where}options differ from the first request's")
-        options = mine
+    items, answer_as = _items(body, match)
+    model, texts, options = _read_items(items, answer_as == "batch", model)
     if not model:
         raise RequestError("the model must be named (in the path or the body)")
     request: dict[str, Any] = {"kind": EMBEDDING, "model": model, "texts": texts}
-    params = dict(options or {})
+    params = dict(options)
     dimensions = params.pop("outputDimensionality", None)
     if dimensions is not None:
         request["dimensions"] = dimensions
@@ -159,23 +177,12 @@ LIVE: Final = sibling(
 )
 
 
-class GeminiEmbed(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Gemini's embeddings."""
-
-    name: Final = "gemini-embed"
-    routes: Final = (ROUTE,)
-    paths: Final = (
-        "POST /v1beta/models/{model}:embedContent",
-        "POST /v1beta/models/{model}:batchEmbedContents",
-    )
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body, path)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    error_body = staticmethod(gemini.error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+ROUTES: Final = (ROUTE,)
+PATHS: Final = (
+    "POST /v1beta/models/{model}:embedContent",
+    "POST /v1beta/models/{model}:batchEmbedContents",
+)
+#: Never streamed by the vendor: the JSON answer's bytes.
+stream_body = unstreamed(response_body)
+#: Google's error envelope.
+error_body = gemini.error_body

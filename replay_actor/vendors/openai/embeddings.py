@@ -14,45 +14,37 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._kinds import EMBEDDING
-from .._response import Response
-from . import openai
-from ._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
-from ._vectors import float32_base64, live_vector, stored_vectors
+from ..._errors import RequestError
+from ..._kinds import EMBEDDING
+from ..._response import Response
+from .._common import NOT_HASHED, MalformedResponse, VendorCall, error_envelope
+from .._endpoint import sibling
+from .._unstreamed import unstreamed
+from .._vectors import float32_base64, live_vector, read_texts, stored_vectors
+from . import chat as openai
 
 __all__ = [
     "LIVE",
-    "OpenAIEmbeddings",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
-    "read_texts",
     "response_body",
+    "stream_body",
     "to_body",
 ]
+
+# Not /api/embeddings: that is Ollama's older endpoint, which is not served.
+ROUTES: Final = (re.compile(r"(?<!/api)/embeddings/?$"),)
+PATHS: Final = ("POST /v1/embeddings",)
 
 _OWNED: Final = NOT_HASHED | {"input", "encoding_format", "dimensions"}
 _FORMATS: Final = frozenset({"float", "base64"})
 
 
-def read_texts(value: Any, where: str = "input") -> list[str]:
-    """A string or an array of strings as the texts to embed; ``RequestError`` else."""
-    if type(value) is str:
-        return [value]
-    if type(value) is not list or not value:
-        raise RequestError(f"{where} must be a string or a non-empty array of strings")
-    for i, item in enumerate(value):
-        if type(item) is not str:
-            raise RequestError(
-                f"{where}[{i}] must be a string (token arrays cannot be replayed or recorded)"
-            )
-    return list(value)
-
-
-def read_body(body: Any) -> VendorCall:
-    """The neutral embedding request for an embeddings body."""
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral embedding request for an embeddings body (``path`` says nothing more)."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
     model = body.get("model")
@@ -69,12 +61,17 @@ def read_body(body: Any) -> VendorCall:
     params = {k: v for k, v in body.items() if k not in _OWNED}
     if params:
         request["params"] = params
+    return VendorCall(request=request, model=model, answer_as=_encoding(body))
+
+
+def _encoding(body: dict[str, Any]) -> str:
+    """How the vectors are asked for (not hashed: one entry answers both)."""
     form = body.get("encoding_format")
     if form is None:
-        form = "float"  # the API's default when the field is absent
+        return "float"  # the API's default when the field is absent
     if type(form) is not str or form not in _FORMATS:
         raise RequestError("encoding_format must be 'float' or 'base64'")
-    return VendorCall(request=request, model=model, answer_as=form)
+    return form
 
 
 def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
@@ -128,21 +125,7 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = sibling(openai.LIVE, "OpenAIEmbeddingsAdapter", "an embeddings list", "/embeddings")
 
 
-class OpenAIEmbeddings(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI embeddings."""
-
-    name: Final = "openai-embeddings"
-    # Not /api/embeddings: that is Ollama's older endpoint, which is not served.
-    routes: Final = (re.compile(r"(?<!/api)/embeddings/?$"),)
-    paths: Final = ("POST /v1/embeddings",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Never streamed by the vendor: the JSON answer's bytes.
+stream_body = unstreamed(response_body)
+#: OpenAI's error envelope.
+error_body = error_envelope

@@ -22,31 +22,37 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import RequestError
-from .._response import Response
-from ._common import (
+from ..._errors import RequestError
+from ..._response import Response
+from .._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
     canonical_arguments,
     collapse_content,
+    echoed_model,
     error_envelope,
     read_tools,
     refuse_unfaithful,
     response_id,
     vendor_call,
 )
-from ._endpoint import LiveEndpoint
+from .._endpoint import LiveEndpoint
 
 __all__ = [
     "LIVE",
-    "OpenAIChat",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
     "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/chat/completions/?$"),)
+PATHS: Final = ("POST /v1/chat/completions",)
 
 _TOOL_CHOICE_WORDS: Final = frozenset({"auto", "none", "required"})
 # Keys of the body that the mapping owns or does not hash: never copied into params.
@@ -149,8 +155,9 @@ def _read_tool_choice(choice: Any) -> Any:
     return choice
 
 
-def read_body(body: Any) -> VendorCall:
-    """The neutral request (a plain dict) and call options for a chat-completions body.
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral request (a plain dict) and call options for a chat-completions body
+    (``path`` says nothing more: the body holds the model and the streaming choice).
 
     Raises ``RequestError`` naming the field for a body that is not a chat-completions
     request or that asks for something the neutral response cannot hold.
@@ -165,6 +172,16 @@ def read_body(body: Any) -> VendorCall:
     read_tools(body, request, _tools, _read_tool_choice)
     if body.get("response_format") is not None:
         request["response_format"] = body["response_format"]
+    options = body.get("stream_options")
+    include_usage = type(options) is dict and options.get("include_usage") is True
+    return vendor_call(
+        body, request, _params(body), stream=body.get("stream") is True, include_usage=include_usage
+    )
+
+
+def _params(body: dict[str, Any]) -> dict[str, Any]:
+    """Every field the mapping does not own, with ``max_tokens`` (either spelling) and
+    ``stop`` (always a list) in the neutral form."""
     params = {k: v for k, v in body.items() if k not in _OWNED}
     max_tokens = body.get("max_tokens")
     completion_tokens = body.get("max_completion_tokens")
@@ -175,11 +192,7 @@ def read_body(body: Any) -> VendorCall:
     stop = body.get("stop")
     if stop is not None:
         params["stop"] = [stop] if type(stop) is str else stop
-    options = body.get("stream_options")
-    include_usage = type(options) is dict and options.get("include_usage") is True
-    return vendor_call(
-        body, request, params, stream=body.get("stream") is True, include_usage=include_usage
-    )
+    return params
 
 
 # -- neutral response -> vendor response --------------------------------------------------
@@ -228,8 +241,9 @@ def _message_body(response: Response) -> dict[str, Any]:
     return {"role": "assistant", "content": content, "refusal": response.refusal}
 
 
-def response_body(response: Response, model: str) -> dict[str, Any]:
-    """The ``chat.completion`` object answering with the stored neutral response."""
+def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
+    """The ``chat.completion`` object answering ``call`` (or only its model) with the
+    stored neutral response."""
     calls = _calls(response)
     message = _message_body(response)
     if calls:
@@ -238,7 +252,7 @@ def response_body(response: Response, model: str) -> dict[str, Any]:
         "id": response_id(response, "chatcmpl-"),
         "object": "chat.completion",
         "created": response.created,
-        "model": model,
+        "model": echoed_model(call),
         "choices": [
             {
                 "index": 0,
@@ -251,14 +265,15 @@ def response_body(response: Response, model: str) -> dict[str, Any]:
     }
 
 
-def stream_body(response: Response, model: str, *, include_usage: bool) -> bytes:
+def stream_body(response: Response, call: VendorCall) -> bytes:
     """The same answer as ``chat.completion.chunk`` server-sent events, ending in
     ``data: [DONE]``; a final usage chunk when the caller asked for one."""
+    include_usage = call.include_usage
     head = {
         "id": response_id(response, "chatcmpl-"),
         "object": "chat.completion.chunk",
         "created": response.created,
-        "model": model,
+        "model": call.model,
     }
     if include_usage:
         head["usage"] = None
@@ -276,14 +291,18 @@ def stream_body(response: Response, model: str, *, include_usage: bool) -> bytes
             first[key] = value
     parts = [chunk(first)]
     calls = _calls(response)
-    for index, call in enumerate(calls):
-        parts.append(chunk({"tool_calls": [{"index": index, **call}]}))
+    for index, tool_call in enumerate(calls):
+        parts.append(chunk({"tool_calls": [{"index": index, **tool_call}]}))
     parts.append(chunk({}, _finish(response, bool(calls))))
     if include_usage:
         usage = {**head, "choices": [], "usage": _usage(response)}
         parts.append(b"data: " + _encode(usage) + b"\n\n")
     parts.append(b"data: [DONE]\n\n")
     return b"".join(parts)
+
+
+#: OpenAI's error envelope, which its SDKs raise as their own exceptions.
+error_body = error_envelope
 
 
 # -- neutral request -> live body, live answer -> neutral response ------------------------
@@ -374,19 +393,17 @@ def _read_calls(raw: Any) -> list[dict[str, str]]:
     return calls
 
 
-def from_response(data: Any) -> dict[str, Any]:
-    """The neutral response for a decoded chat-completions body; ``MalformedResponse``
-    if the body does not have that shape. A non-null ``message.refusal`` becomes the
-    neutral ``refusal`` (docs/manifest.md, "Refusals and reasoning")."""
+def _first_choice(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise MalformedResponse("the body is not an object")
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise MalformedResponse("the body has no choices")
-    message = choices[0].get("message")
-    if not isinstance(message, dict):
-        raise MalformedResponse("the first choice has no message")
-    content = message.get("content")
+    first: dict[str, Any] = choices[0]
+    return first
+
+
+def _live_content(content: Any) -> str | None:
     if isinstance(content, list):
         # Content parts: keep the text, which is what a neutral response carries.
         content = "".join(
@@ -396,7 +413,19 @@ def from_response(data: Any) -> dict[str, Any]:
         )
     if content is not None and not isinstance(content, str):
         raise MalformedResponse("the message content is not a string")
-    finish = choices[0].get("finish_reason")
+    return content
+
+
+def from_response(data: Any) -> dict[str, Any]:
+    """The neutral response for a decoded chat-completions body; ``MalformedResponse``
+    if the body does not have that shape. A non-null ``message.refusal`` becomes the
+    neutral ``refusal`` (docs/manifest.md, "Refusals and reasoning")."""
+    choice = _first_choice(data)
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise MalformedResponse("the first choice has no message")
+    content = _live_content(message.get("content"))
+    finish = choice.get("finish_reason")
     usage = data.get("usage")
     neutral: dict[str, Any] = {
         "content": content,
@@ -428,25 +457,3 @@ LIVE: Final = LiveEndpoint(
         ("count_tokens", "openai-input-tokens"),
     ),
 )
-
-
-class OpenAIChat:
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI chat completions."""
-
-    name: Final = "openai"
-    routes: Final = (re.compile(r"/chat/completions/?$"),)
-    paths: Final = ("POST /v1/chat/completions",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call.model, include_usage=call.include_usage)
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)

@@ -13,8 +13,8 @@ from typing import Any, Final
 
 import msgspec
 
-from ..._response import Response
-from .._common import VendorCall
+from ...._response import Response
+from ..._common import VendorCall
 from ._fields import NAME, digest
 from .request import ResponsesCall
 

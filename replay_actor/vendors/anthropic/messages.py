@@ -27,27 +27,30 @@ from typing import Any, Final
 
 import msgspec
 
-from .._canonical import canonical_json
-from .._errors import RequestError
-from .._response import Response, Unexpressible
-from ._common import (
+from ..._canonical import canonical_json
+from ..._errors import RequestError
+from ..._response import Response, Unexpressible
+from .._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
     arguments_object,
     canonical_arguments,
     collapse_content,
+    echoed_model,
     read_tools,
     refuse_unfaithful,
     response_id,
     vendor_call,
 )
-from ._endpoint import EndpointOption, LiveEndpoint
-from ._turns import split_system, turns
+from .._endpoint import EndpointOption, LiveEndpoint
+from .._turns import split_system, turns
 
 __all__ = [
     "LIVE",
-    "AnthropicMessages",
+    "NAME",
+    "PATHS",
+    "ROUTES",
     "Unexpressible",
     "error_body",
     "from_response",
@@ -58,6 +61,8 @@ __all__ = [
 ]
 
 NAME: Final = "anthropic"
+ROUTES: Final = (re.compile(r"/v1/messages/?$"),)
+PATHS: Final = ("POST /v1/messages",)
 
 # Keys of the body the mapping owns or drops: never copied into params.
 _OWNED: Final = NOT_HASHED | {
@@ -224,8 +229,9 @@ def _read_tool_choice(choice: Any, params: dict[str, Any]) -> Any:
     raise RequestError("tool_choice.type must be auto, any, tool or none")
 
 
-def read_body(body: Any) -> VendorCall:
-    """The neutral request (a plain dict) and call options for a messages body.
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral request (a plain dict) and call options for a messages body (``path``
+    says nothing more).
 
     Raises ``RequestError`` naming the field for a body the neutral request cannot hold.
     """
@@ -298,14 +304,15 @@ def _stop_reason(response: Response, has_calls: bool) -> str:
     return _STOP_TO_VENDOR.get(finish, finish)
 
 
-def response_body(response: Response, model: str) -> dict[str, Any]:
-    """The ``message`` object answering with the stored neutral response."""
+def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
+    """The ``message`` object answering ``call`` (or only its model) with the stored
+    neutral response."""
     content = _content(response)
     return {
         "id": response_id(response, "msg_"),
         "type": "message",
         "role": "assistant",
-        "model": model,
+        "model": echoed_model(call),
         "content": content,
         "stop_reason": _stop_reason(response, any(b.get("type") == "tool_use" for b in content)),
         "stop_sequence": None,
@@ -335,10 +342,10 @@ def _block_events(block: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str,
     return block, []
 
 
-def stream_body(response: Response, model: str) -> bytes:
+def stream_body(response: Response, call: VendorCall | str) -> bytes:
     """The same answer as Anthropic's server-sent events, ``message_start`` to
     ``message_stop``, so ``messages.stream`` rebuilds exactly ``response_body``."""
-    message = response_body(response, model)
+    message = response_body(response, call)
     usage = message["usage"]
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
     parts = [_event(b"message_start", {"type": "message_start", "message": start})]
@@ -487,6 +494,33 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     return body
 
 
+def _live_call(block: dict[str, Any]) -> dict[str, str]:
+    """A live ``tool_use`` block as a neutral call (its input as RFC 8785 text)."""
+    if not isinstance(block.get("name"), str):
+        raise MalformedResponse("a tool_use block has no name")
+    call_id = block.get("id")
+    return {
+        "id": call_id if isinstance(call_id, str) else "",
+        "name": block["name"],
+        "arguments": canonical_arguments(msgspec.json.encode(block.get("input", {})).decode()),
+    }
+
+
+def _live_usage(usage: Any) -> dict[str, Any] | None:
+    """The neutral usage of a live answer's, when its counts are integers."""
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("input_tokens", 0)
+    completion = usage.get("output_tokens", 0)
+    if not (isinstance(prompt, int) and isinstance(completion, int)):
+        return None
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
 def from_response(data: Any) -> dict[str, Any]:
     """The neutral response for a decoded ``message``; ``MalformedResponse`` otherwise.
 
@@ -511,35 +545,13 @@ def from_response(data: Any) -> dict[str, Any]:
             # back in a later turn.
             reasoning.append(block)
         elif kind == "tool_use":
-            if not isinstance(block.get("name"), str):
-                raise MalformedResponse("a tool_use block has no name")
-            call_id = block.get("id")
-            calls.append(
-                {
-                    "id": call_id if isinstance(call_id, str) else "",
-                    "name": block["name"],
-                    "arguments": canonical_arguments(
-                        msgspec.json.encode(block.get("input", {})).decode()
-                    ),
-                }
-            )
+            calls.append(_live_call(block))
     stop = data.get("stop_reason")
-    usage = data.get("usage")
-    neutral_usage: dict[str, Any] | None = None
-    if isinstance(usage, dict):
-        prompt = usage.get("input_tokens", 0)
-        completion = usage.get("output_tokens", 0)
-        if isinstance(prompt, int) and isinstance(completion, int):
-            neutral_usage = {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            }
     neutral: dict[str, Any] = {
         "content": "".join(texts) if texts else None,
         "tool_calls": calls,
         "finish_reason": _STOP_FROM_VENDOR.get(stop, stop) if isinstance(stop, str) else None,
-        "usage": neutral_usage,
+        "usage": _live_usage(data.get("usage")),
     }
     if stop == "refusal":
         # A refusal is kept as one: its text, if any, is the refusal.
@@ -571,25 +583,3 @@ def error_body(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[
     if nearest is not None:
         error["nearest"] = nearest
     return {"type": "error", "error": error}
-
-
-class AnthropicMessages:
-    """The :class:`~replay_actor.vendors.Vendor` for Anthropic messages."""
-
-    name: Final = NAME
-    routes: Final = (re.compile(r"/v1/messages/?$"),)
-    paths: Final = ("POST /v1/messages",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call.model)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
-from ...vendors.openai_responses._fields import identifier
+from ...vendors import identifier
 from .._answer import Answer, Headers, error_answer
 from ._http import header, json_answer, read_object
 from ._page import Paging, ends, page, read_limit, read_query

@@ -14,24 +14,27 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import RequestError
-from .._kinds import COMPLETION
-from .._response import Response
-from . import openai
-from ._common import (
+from ..._errors import RequestError
+from ..._kinds import COMPLETION
+from ..._response import Response
+from .._common import (
     NOT_HASHED,
     MalformedResponse,
     VendorCall,
+    echoed_model,
     error_envelope,
     refuse_unfaithful,
     response_id,
     vendor_call,
 )
-from ._endpoint import sibling
+from .._endpoint import sibling
+from . import chat as openai
 
 __all__ = [
     "LIVE",
-    "OpenAICompletions",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "read_prompt",
@@ -39,6 +42,10 @@ __all__ = [
     "stream_body",
     "to_body",
 ]
+
+# Not /chat/completions: the path segment before must not be "chat".
+ROUTES: Final = (re.compile(r"(?:^|/)(?<!chat/)completions/?$"),)
+PATHS: Final = ("POST /v1/completions",)
 
 _OWNED: Final = NOT_HASHED | {"prompt", "stop"}
 _RESERVED: Final = frozenset({"model", "prompt", "stream"})
@@ -57,8 +64,8 @@ def read_prompt(value: Any) -> str:
     return value
 
 
-def read_body(body: Any) -> VendorCall:
-    """The neutral completion request for a completions body."""
+def read_body(body: Any, path: str = "") -> VendorCall:
+    """The neutral completion request for a completions body (``path`` says nothing more)."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
     refuse_unfaithful(body)
@@ -97,7 +104,7 @@ def _head(response: Response, model: str) -> dict[str, Any]:
     }
 
 
-def response_body(response: Response, model: str) -> dict[str, Any]:
+def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
     """The ``text_completion`` answering with the stored text."""
     choice = {
         "text": response.content or "",
@@ -105,7 +112,8 @@ def response_body(response: Response, model: str) -> dict[str, Any]:
         "logprobs": None,
         "finish_reason": response.finish_reason or "stop",
     }
-    return {**_head(response, model), "choices": [choice], "usage": _usage(response)}
+    head = _head(response, echoed_model(call))
+    return {**head, "choices": [choice], "usage": _usage(response)}
 
 
 def stream_body(response: Response, call: VendorCall) -> bytes:
@@ -153,24 +161,5 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = sibling(openai.LIVE, "OpenAICompletionsAdapter", "a text completion", "/completions")
 
 
-class OpenAICompletions:
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI legacy completions."""
-
-    name: Final = "openai-completions"
-    # Not /chat/completions: the path segment before must not be "chat".
-    routes: Final = (re.compile(r"(?:^|/)(?<!chat/)completions/?$"),)
-    paths: Final = ("POST /v1/completions",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call)
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: OpenAI's error envelope.
+error_body = error_envelope

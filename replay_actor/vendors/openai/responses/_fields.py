@@ -1,26 +1,15 @@
 """What every direction of the Responses mapping shares: the API's name, and small
-helpers for ids and for what an error may repeat.
+helpers for ids and for items sent back.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any, Final
 
-__all__ = ["NAME", "digest", "identifier", "without_nulls"]
+__all__ = ["NAME", "digest", "without_nulls"]
 
 NAME: Final = "openai-responses"
-
-_IDENTIFIER: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-
-
-def identifier(value: Any) -> str:
-    """``value`` quoted when it is a short identifier (a type name, an id), for an error
-    message; anything else could be a payload and is not repeated."""
-    if type(value) is str and _IDENTIFIER.match(value):
-        return repr(value)
-    return "(not an identifier)"
 
 
 def digest(text: str) -> str:

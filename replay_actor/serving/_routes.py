@@ -20,12 +20,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from typing import Any, Final
+from typing import Final
+
+from ..vendors import FAMILIES, Shape
 
 __all__ = ["AZURE_FORMS", "canonical_path", "described", "looks_like"]
 
 _AZURE_DEPLOYMENT: Final = re.compile(r"^/openai/deployments/[^/]+(/.*)$")
-_GEMINI_LOOK: Final = re.compile(r"^/(?:upload/)?v1(?:alpha|beta)\d*/|/models/[^/]+(?::|%3[Aa])")
+
+#: Each family's look, in the families' order: (name, its paths, its SDKs' headers, its
+#: looser paths).
+_LOOKS: Final = tuple(
+    (
+        family.name,
+        re.compile(family.paths) if family.paths else None,
+        frozenset(family.headers),
+        re.compile(family.loose_paths) if family.loose_paths else None,
+    )
+    for family in FAMILIES
+)
 
 #: How a 404 says that the OpenAI paths are served below Azure's prefixes too.
 AZURE_FORMS: Final = "the /v1/… paths below /openai/deployments/{name}/ and /openai/ too (Azure)"
@@ -49,41 +62,30 @@ def canonical_path(path: str) -> str:
 
 
 def looks_like(path: str, header_names: Collection[str] = ()) -> str:
-    """The registry name of the vendor family a request belongs to by its look:
-    ``anthropic`` for ``/v1/messages…``, ``gemini`` for Google's versioned paths and
-    ``models/{model}:method``; then by the headers only its SDK sends (``header_names``,
+    """The name of the vendor family a request belongs to by its look, read from the
+    families' records (``vendors.FAMILIES``): a path that is one family's alone
+    (``anthropic`` for ``/v1/messages…``, ``gemini`` for Google's versioned paths and
+    ``models/{model}:method``); then the headers only its SDK sends (``header_names``,
     lower case: ``anthropic-version``; ``x-goog-api-key``, since google-genai's
-    ``GET /v1/models/{model}`` is spelled like OpenAI's); ``ollama`` for ``/api/…``;
-    else ``openai``."""
+    ``GET /v1/models/{model}`` is spelled like OpenAI's); then a looser path
+    (``ollama`` for ``/api/…``); else the first family, ``openai``."""
     path = canonical_path(path)
-    if path == "/v1/messages" or path.startswith("/v1/messages/"):
-        return "anthropic"
-    if _GEMINI_LOOK.search(path):
-        return "gemini"
-    if "anthropic-version" in header_names:
-        return "anthropic"
-    if "x-goog-api-key" in header_names:
-        return "gemini"
-    if path.startswith("/api/"):
-        return "ollama"
-    return "openai"
+    for name, paths, _, _ in _LOOKS:
+        if paths is not None and paths.search(path):
+            return name
+    for name, _, headers, _ in _LOOKS:
+        if not headers.isdisjoint(header_names):
+            return name
+    for name, _, _, loose in _LOOKS:
+        if loose is not None and loose.search(path):
+            return name
+    return FAMILIES[0].name
 
 
-def described(vendors: Iterable[Any]) -> list[str]:
+def described(vendors: Iterable[Shape]) -> list[str]:
     """What each vendor serves, as a user reads it (``POST /v1/chat/completions``): its
     ``paths`` when it has them, else its name (a shape without ``paths`` still serves)."""
     out: list[str] = []
     for vendor in vendors:
-        paths = _own_paths(vendor)
-        out.extend(paths if paths else [f"the {vendor.name} API"])
+        out.extend(vendor.paths if vendor.paths else [f"the {vendor.name} API"])
     return out
-
-
-def _own_paths(vendor: Any) -> Any:
-    """``paths`` as written beside the shape's ``routes``: a shape that inherits another's
-    class but routes elsewhere must not list the paths it no longer serves."""
-    cls = vendor if isinstance(vendor, type) else type(vendor)
-    for klass in cls.__mro__:
-        if "routes" in vars(klass):
-            return vars(klass).get("paths")
-    return getattr(vendor, "paths", None)

@@ -1,49 +1,21 @@
 """One HTTP exchange, the same wherever replay-actor answers a vendor API: in-process
-(the transports of ``transport.py`` and ``httpx_transport.py``, which ``sdk.py``'s clients
-use) and over local HTTP (``frontdoor/app.py``). The public home of the serving room:
-its callers import from here, and nothing else of it.
+(the httpx2 and httpx transports of ``integrations/``, which its SDK clients use) and
+over local HTTP (``frontdoor/``): :class:`Exchange` routes and reads a request into a
+:class:`Call` (asked once, by ``_serving.py``) or an ``Answer``.
 
-One HTTP exchange in, one provider call, one HTTP answer out::
-
-    Exchange.prepare(method, path, body, headers)
-      _routes.canonical_path (Azure, /messages) -> route by path
-      -> vendors.<api>.read_body -> x-replay-scope  -> Call | Answer
-    Call: provider.complete / acomplete (exactly once) -> Call.answer(response) | Call.fail(exc)
-      vendors.<api>.response_body / stream_body -> 200 JSON, or 200 text/event-stream
-    Answer(status, headers, body): what goes back, failures included
-
-Every failure is an HTTP error the vendors' SDKs raise as their own exception and never
-retry: each carries ``x-should-retry: false`` (both SDKs obey it before their status-code
-rules), and no exception ever leaves the transport (an exception would be a connection
-error, which the SDKs retry, asking the provider again). Nothing is forwarded anywhere.
-
-=========================  ======  =====================
-failure                    status  ``error.type``
-=========================  ======  =====================
-other path or method       404     ``not_found`` (listing the served paths)
-invalid request            400     ``invalid_request``
-miss                       404     ``replay_miss``
-exhausted sequence         404     ``replay_exhausted``
-released provider / lost   503     ``replay_unavailable``
-live endpoint failed       502     ``live_provider_error``
-=========================  ======  =====================
-
-The error message is the exception's own first line (for a miss, exactly the message
-docs/privacy.md gives): in private mode it carries no hash, and no header or id is
-derived from the request hash, so nothing private crosses. In normal mode a miss that
-the fixture's request sidecar explains adds ``error.nearest`` (``{"request_hash",
-"paths"}``, docs/authoring.md) beside the message, so an SDK user can read it from the
-exception's ``body``.
-
-The ``x-replay-scope`` header (docs/front-door.md) is read here, for both: from a
+Runs in: whichever process serves (a transport's caller, or the front door). The
+package's docstring (``serving/__init__.py``) draws the exchange and its failures: each
+an HTTP error the vendors' SDKs raise as their own exception and never retry
+(``x-should-retry: false``), its message the exception's first line, private mode with
+no hash anywhere in it. The ``x-replay-scope`` header is read here, for both: from a
 transport's headers (a mapping with case-insensitive lookup, as httpx's) or from the
 front door's raw ASGI header pairs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -58,48 +30,23 @@ from .._errors import (
 )
 from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
-from ..attribution.provider import LoggedProvider, outcome_word
-from ..vendors import REGISTRY, Vendor, make_vendor, served_with, vendor_names
-from ..vendors._common import VendorCall
-from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error, error_answer
-from ._outcomes import Kind, Outcomes
+from ..vendors import REGISTRY, Vendor, VendorCall, make_vendor, served_with, vendor_names
+from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error
 from ._routes import AZURE_FORMS, canonical_path, described, looks_like
 from .batches import Batches, BatchWork
 
-if TYPE_CHECKING:
-    from .._interface import Provider
-
-__all__ = [
-    "API_NAMES",
-    "SCOPE_HEADER",
-    "Answer",
-    "Api",
-    "AsyncServing",
-    "Call",
-    "Exchange",
-    "FailureHook",
-    "Headers",
-    "Serving",
-    "error_answer",
-    "outcome_of",
-]
+__all__ = ["API_NAMES", "SCOPE_HEADER", "Api", "Call", "Exchange"]
 
 #: A registered vendor API name (``vendors.REGISTRY``).
 Api = str
 API_NAMES: Final = vendor_names()
 
-_SSE: Final = ("content-type", "text/event-stream; charset=utf-8")
-_STREAM_TYPE: Final = "stream_content_type"
 _encode: Final = msgspec.json.encode
 
 #: The header that sets the request's ``scope`` (docs/request.md) for a client that cannot add
 #: fields to the body: ``x-replay-scope: {"epoch": 2}`` (docs/front-door.md).
 SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
-
-
-#: ``on_failure(request, exc)``: the neutral request a provider call failed for, and why.
-FailureHook = Callable[[dict[str, Any], BaseException], None]
 
 
 def _failure(vendor: Vendor, exc: BaseException) -> Answer:
@@ -143,8 +90,7 @@ class Call(NamedTuple):
             if not self.call.stream:
                 return Answer(200, [_JSON], _encode(self.vendor.response_body(neutral, self.call)))
             # A shape that streams otherwise (Ollama's NDJSON) says so.
-            kind = getattr(self.vendor, _STREAM_TYPE, None)
-            head = _SSE if kind is None else ("content-type", kind)
+            head = ("content-type", self.vendor.stream_type)
             return Answer(200, [head], self.vendor.stream_body(neutral, self.call))
         except Exception as exc:
             return _failure(self.vendor, exc)
@@ -184,21 +130,6 @@ def _header_names(headers: Headers | None) -> frozenset[str]:
     if isinstance(headers, Mapping):
         return frozenset(name.lower() for name in headers)
     return frozenset(name.decode("latin-1").lower() for name, _ in headers)
-
-
-#: The run log's outcome word -> the summary's kind: one classification of a failed call
-#: (``attribution.provider.outcome_word``), two vocabularies.
-_SUMMARY_KIND: Final[dict[str, Kind]] = {
-    "miss": "missed",
-    "exhausted": "exhausted",
-    "invalid": "invalid",
-    "failed": "failed",
-}
-
-
-def outcome_of(exc: BaseException) -> Kind:
-    """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
-    return _SUMMARY_KIND[outcome_word(exc)]
 
 
 def _read_json(vendor: Vendor, body: bytes) -> Any:
@@ -343,154 +274,3 @@ def _scoped(call: Call, texts: list[str]) -> Call | Answer:
     # The provider validates the scope like every other field (RequestError -> 400).
     request = {**call.request, "scope": scope}
     return Call(call.vendor, msgspec.structs.replace(call.call, request=request))
-
-
-class _Serving:
-    """What every transport class holds, whatever its HTTP library: the vendor API's
-    routing (``Exchange``), the provider, and whether closing releases it."""
-
-    def __init__(
-        self,
-        provider: Provider,
-        api: Api | None = "openai",
-        *,
-        release_on_close: bool = True,
-        outcomes: Outcomes | None = None,
-        on_failure: FailureHook | None = None,
-    ) -> None:
-        self._exchange = Exchange(api)
-        #: Told of each call the provider failed (the front door's miss reporter); it
-        #: must not raise.
-        self._on_failure = on_failure
-        self._provider = provider
-        # A provider with a run log (docs/attribution.md) is told where each call came
-        # from, and the requests refused before any call are logged here.
-        self._logged = provider if isinstance(provider, LoggedProvider) else None
-        self._release_on_close = release_on_close
-        #: Counts each answer's kind when given (the front door's summary).
-        self.outcomes = outcomes
-
-    def _count(self, kind: Kind) -> None:
-        if self.outcomes is not None:
-            self.outcomes.add(kind)
-
-    def _bookkept(self, answer: Answer, path: str) -> Answer:
-        """A batch endpoint's own answer (an upload, a retrieval): a refusal counts as an
-        invalid call, like a request refused before the provider."""
-        if answer.status >= 400:
-            self.refused("invalid", path)
-        return answer
-
-    def _batch_refused(self, work: BatchWork, path: str) -> None:
-        for _ in range(work.refused):
-            self.refused("invalid", path)
-
-    def _failed(self, call: Call, exc: Exception) -> Answer:
-        self._count(outcome_of(exc))
-        if self._on_failure is not None:
-            self._on_failure(call.request, exc)
-        return call.fail(exc)
-
-    def refused(self, kind: Kind, where: str | None = None) -> None:
-        """Count (and log) a request answered before any provider call: ``invalid``
-        (``where``: its path) or ``blocked`` (``where``: the host it was meant for)."""
-        self._count(kind)
-        if self._logged is not None:
-            self._logged.log.refused(kind, where)
-
-    def _counted(self, answer: Answer) -> Answer:
-        # The provider answered; the vendor's shape may still fail to express it.
-        self._count("served" if answer.status == 200 else "failed")
-        return answer
-
-    @property
-    def provider(self) -> Provider:
-        return self._provider
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self._exchange.api} {self._provider!r}>"
-
-
-class Serving(_Serving):
-    """A sync transport's work: one request in, one answer out, the provider asked once
-    (``complete``); a failure is an answer, never an exception (the SDKs would retry an
-    exception as a connection error)."""
-
-    def serve(
-        self,
-        method: str,
-        path: str,
-        body: bytes,
-        headers: Headers | None = None,
-        query: str = "",
-    ) -> Answer:
-        """``headers`` may carry ``x-replay-scope``; ``query`` is the URL's (only the
-        batch list endpoints read it: their pages)."""
-        work = self._exchange.batch(method, path, body, headers, query)
-        if work is not None:
-            if isinstance(work, Answer):
-                return self._bookkept(work, path)
-            self._batch_refused(work, path)
-            lines = work.path or path
-            return work.finish([self._ask(line, lines) for line in work.lines])
-        return self._ask(self._exchange.prepare(method, path, body, headers), path)
-
-    def _ask(self, prepared: Call | Answer, path: str) -> Answer:
-        if isinstance(prepared, Answer):
-            self.refused("invalid", path)
-            return prepared
-        try:
-            if self._logged is not None:
-                via = (prepared.vendor.name, path)
-                response = self._logged.complete_via(prepared.request, via)
-            else:
-                response = self._provider.complete(prepared.request)
-        except Exception as exc:
-            return self._failed(prepared, exc)
-        return self._counted(prepared.answer(response))
-
-    def close(self) -> None:
-        if self._release_on_close:
-            self._provider.release()
-
-
-class AsyncServing(_Serving):
-    """The async form of :class:`Serving`: awaits ``provider.acomplete`` (no thread)."""
-
-    async def serve(
-        self,
-        method: str,
-        path: str,
-        body: bytes,
-        headers: Headers | None = None,
-        query: str = "",
-    ) -> Answer:
-        """``headers`` and ``query`` as :meth:`Serving.serve`."""
-        work = self._exchange.batch(method, path, body, headers, query)
-        if work is not None:
-            if isinstance(work, Answer):
-                return self._bookkept(work, path)
-            self._batch_refused(work, path)
-            # Line by line, in order: a sequence's elements go to the lines as they
-            # would to the same calls sent one after another.
-            lines = work.path or path
-            return work.finish([await self._ask(line, lines) for line in work.lines])
-        return await self._ask(self._exchange.prepare(method, path, body, headers), path)
-
-    async def _ask(self, prepared: Call | Answer, path: str) -> Answer:
-        if isinstance(prepared, Answer):
-            self.refused("invalid", path)
-            return prepared
-        try:
-            if self._logged is not None:
-                via = (prepared.vendor.name, path)
-                response = await self._logged.acomplete_via(prepared.request, via)
-            else:
-                response = await self._provider.acomplete(prepared.request)
-        except Exception as exc:
-            return self._failed(prepared, exc)
-        return self._counted(prepared.answer(response))
-
-    async def aclose(self) -> None:
-        if self._release_on_close:
-            self._provider.release()

@@ -11,21 +11,27 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._response import Response
-from . import anthropic
-from ._common import VendorCall
-from ._counting import chat_body, counted, live_count, stored_count
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
+from ..._errors import RequestError
+from .._common import VendorCall
+from .._counting import chat_body, count_answer, counted, live_count
+from .._endpoint import sibling
+from .._unstreamed import unstreamed
+from . import messages as anthropic
 
 __all__ = [
     "LIVE",
-    "AnthropicCountTokens",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
+    "response_body",
+    "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/messages/count_tokens/?$"),)
+PATHS: Final = ("POST /v1/messages/count_tokens",)
 
 #: What the counting endpoint takes of a messages body (anything else is refused there).
 _COUNTED_KEYS: Final = frozenset(
@@ -33,7 +39,7 @@ _COUNTED_KEYS: Final = frozenset(
 )
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral request (kind ``count_tokens``) for a count_tokens body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -55,20 +61,8 @@ LIVE: Final = sibling(
 )
 
 
-class AnthropicCountTokens(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Anthropic's token counting."""
-
-    name: Final = "anthropic-count-tokens"
-    routes: Final = (re.compile(r"/messages/count_tokens/?$"),)
-    paths: Final = ("POST /v1/messages/count_tokens",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return {"input_tokens": stored_count(response)}
-
-    error_body = staticmethod(anthropic.error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: The stored count, as Anthropic answers it (never streamed).
+response_body = count_answer("input_tokens")
+stream_body = unstreamed(response_body)
+#: Anthropic's error envelope.
+error_body = anthropic.error_body

@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from ..._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
-from ...vendors.openai_responses._fields import identifier
+from ...vendors import identifier
 from .._answer import Answer, Headers, error_answer
 from ._http import json_answer, read_object, read_upload
 from ._page import Paging, ends, page, read_limit, read_query

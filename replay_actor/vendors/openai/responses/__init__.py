@@ -13,13 +13,13 @@ contract::
                 neutral response (from_response), and where the adapter sends it
     _fields.py  the API's name, derived-id digests, what an error may repeat
 
-and :class:`OpenAIResponses` here, the vendor object, with the memory of what it served.
+and :func:`remembering` here, which makes the shape with a memory of what it served.
 
 Multi-turn state: the API lets a request name an earlier answer (``previous_response_id``)
-instead of resending the conversation. A :class:`OpenAIResponses` object remembers, per
+instead of resending the conversation. A shape :func:`remembering` makes remembers, per
 response id it served, the conversation that answer ended (in memory, bounded by
 :data:`TRANSCRIPTS`, least recently used first out) and expands the id from there; an id
-it never served (or has forgotten) is a ``RequestError`` naming it. One object is made
+it never served (or has forgotten) is a ``RequestError`` naming it. One shape is made
 per serving provider (``vendors.make_vendor``), so the memory is that provider's.
 
 Ids: the response id is ``resp_`` + 24 hex characters of a sha256 over the neutral
@@ -28,7 +28,7 @@ different conversations that ended in the same answer (docs/responses.md, "Ids")
 item ids (``msg_``, ``fc_``) derive from the response id and the item's position. No id
 is derived from the request or its hash, so nothing private crosses in an id.
 
-An id is never given to two conversations in the object's life: the occurrence numbers
+An id is never given to two conversations in the shape's life: the occurrence numbers
 issued per answer are counted, not looked up among the remembered transcripts (which
 forget), and an id whose transcript was forgotten is remembered as retired, so asking
 for it is a ``RequestError`` saying it aged out. Both cost a few dozen bytes per
@@ -45,11 +45,12 @@ from typing import Any, Final
 
 import msgspec
 
-from ..._canonical import canonical_json
-from ..._errors import RequestError
-from ..._response import Response
-from .._common import VendorCall, error_envelope
-from ._fields import NAME, digest, identifier
+from ...._canonical import canonical_json
+from ...._errors import RequestError
+from ...._response import Response
+from ..._common import VendorCall, error_envelope, identifier
+from ..._shape import Shape
+from ._fields import NAME, digest
 from .answer import events, output_items, response_object
 from .live import LIVE, from_response, to_body
 from .request import ResponsesCall, read_body, read_items
@@ -58,13 +59,13 @@ __all__ = [
     "LIVE",
     "NAME",
     "TRANSCRIPTS",
-    "OpenAIResponses",
     "ResponsesCall",
     "from_response",
+    "remembering",
     "to_body",
 ]
 
-#: How many served responses one vendor object remembers for ``previous_response_id``
+#: How many served responses one shape remembers for ``previous_response_id``
 #: (least recently used forgotten first).
 TRANSCRIPTS: Final = 2048
 
@@ -78,15 +79,9 @@ class _Served(msgspec.Struct):
     conversation: list[dict[str, Any]]
 
 
-class OpenAIResponses:
-    """The :class:`~replay_actor.vendors.Vendor` for the OpenAI Responses API, with the
-    memory of the responses it served (``previous_response_id``). Thread-safe: a sync
-    transport may be shared by threads."""
-
-    name: Final = NAME
-    routes: Final = (re.compile(r"/responses/?$"),)
-    paths: Final = ("POST /v1/responses",)
-    live: Final = LIVE
+class _Memory:
+    """The responses one shape served, for ``previous_response_id``, and its answers
+    that remember them. Thread-safe: a sync transport may be shared by threads."""
 
     def __init__(self, capacity: int = TRANSCRIPTS) -> None:
         self._served: OrderedDict[str, _Served] = OrderedDict()
@@ -173,6 +168,20 @@ class OpenAIResponses:
         rid, output = self._serve(response, call)
         return events(response_object(response, call, rid, output))
 
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+
+def remembering(capacity: int = TRANSCRIPTS) -> Shape:
+    """The Responses API's shape, ``POST …/responses``, with a memory of its own of the
+    last ``capacity`` responses it served (one shape per serving provider)."""
+    memory = _Memory(capacity)
+    return Shape(
+        name=NAME,
+        routes=(re.compile(r"/responses/?$"),),
+        paths=("POST /v1/responses",),
+        live=LIVE,
+        read_body=memory.read_body,
+        response_body=memory.response_body,
+        stream_body=memory.stream_body,
+        error_body=error_envelope,
+        to_body=to_body,
+        from_response=from_response,
+    )

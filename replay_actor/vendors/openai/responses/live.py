@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..._errors import RequestError
-from .._common import MalformedResponse
-from .._endpoint import sibling
-from ..openai import LIVE as CHAT_LIVE
-from ._fields import NAME, identifier
+from ...._errors import RequestError
+from ..._common import MalformedResponse, identifier
+from ..._endpoint import sibling
+from ..chat import LIVE as CHAT_LIVE
+from ._fields import NAME
 
 __all__ = ["LIVE", "from_response", "to_body"]
 

@@ -2,7 +2,7 @@
 ``count_tokens`` and its ``input_tokens`` (docs/front-door.md, "Token counting").
 
 The body is a Responses request body, read by the Responses mapping
-(``openai_responses/``), so a conversation counted hashes as that conversation with the
+(``responses/``), so a conversation counted hashes as that conversation with the
 ``count_tokens`` kind. ``previous_response_id`` is refused here: counting has no memory
 of served responses (send the conversation as input).
 """
@@ -12,23 +12,29 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from .._errors import RequestError
-from .._response import Response
-from . import openai
-from ._common import VendorCall, error_envelope
-from ._counting import chat_body, counted, live_count, stored_count
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
-from .openai_responses.live import to_body as responses_body
-from .openai_responses.request import read_body as read_responses
+from ..._errors import RequestError
+from .._common import VendorCall, error_envelope
+from .._counting import chat_body, count_answer, counted, live_count
+from .._endpoint import sibling
+from .._unstreamed import unstreamed
+from . import chat as openai
+from .responses.live import to_body as responses_body
+from .responses.request import read_body as read_responses
 
 __all__ = [
     "LIVE",
-    "OpenAIInputTokens",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
+    "response_body",
+    "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/responses/input_tokens/?$"),)
+PATHS: Final = ("POST /v1/responses/input_tokens",)
 
 #: What the counting endpoint takes of a Responses body.
 _COUNTED_KEYS: Final = frozenset(
@@ -52,7 +58,7 @@ def _no_memory(previous_id: Any) -> dict[str, Any]:
     )
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral request (kind ``count_tokens``) for an input_tokens body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -75,20 +81,8 @@ LIVE: Final = sibling(
 )
 
 
-class OpenAIInputTokens(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for OpenAI's input token counting."""
-
-    name: Final = "openai-input-tokens"
-    routes: Final = (re.compile(r"/responses/input_tokens/?$"),)
-    paths: Final = ("POST /v1/responses/input_tokens",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return {"object": "response.input_tokens", "input_tokens": stored_count(response)}
-
-    error_body = staticmethod(error_envelope)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: The stored count, as OpenAI answers it (never streamed).
+response_body = count_answer("input_tokens", object="response.input_tokens")
+stream_body = unstreamed(response_body)
+#: OpenAI's error envelope.
+error_body = error_envelope

@@ -16,16 +16,17 @@ from typing import Any, Final
 
 import msgspec
 
-from ..._errors import RequestError
-from .._common import (
+from ...._errors import RequestError
+from ..._common import (
     NOT_HASHED,
     VendorCall,
     canonical_arguments,
     collapse_content,
+    identifier,
     read_tools,
     refuse_unfaithful,
 )
-from ._fields import NAME, identifier, without_nulls
+from ._fields import NAME, without_nulls
 
 __all__ = ["ResponsesCall", "read_body", "read_items"]
 

@@ -14,22 +14,26 @@ from typing import Any, Final
 
 import msgspec
 
-from .._errors import RequestError
-from .._response import Response
-from . import gemini
-from ._common import VendorCall
-from ._counting import chat_body, counted, live_count, stored_count
-from ._endpoint import sibling
-from ._unstreamed import Unstreamed
+from ..._errors import RequestError
+from .._common import VendorCall
+from .._counting import chat_body, count_answer, counted, live_count
+from .._endpoint import sibling
+from .._unstreamed import unstreamed
+from . import generate as gemini
 
 __all__ = [
     "LIVE",
+    "PATHS",
     "ROUTE",
-    "GeminiCountTokens",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
+    "response_body",
+    "stream_body",
     "to_body",
 ]
+
 
 ROUTE: Final = re.compile(r"/(?:models|tunedModels)/(?P<model>[^/:]+)(?::|%3[Aa])countTokens/?$")
 
@@ -71,20 +75,10 @@ LIVE: Final = sibling(
 )
 
 
-class GeminiCountTokens(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``countTokens``."""
-
-    name: Final = "gemini-count-tokens"
-    routes: Final = (ROUTE,)
-    paths: Final = ("POST /v1beta/models/{model}:countTokens",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body, path)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return {"totalTokens": stored_count(response)}
-
-    error_body = staticmethod(gemini.error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+ROUTES: Final = (ROUTE,)
+PATHS: Final = ("POST /v1beta/models/{model}:countTokens",)
+#: The stored count, as Gemini answers it (never streamed).
+response_body = count_answer("totalTokens")
+stream_body = unstreamed(response_body)
+#: Google's error envelope.
+error_body = gemini.error_body
