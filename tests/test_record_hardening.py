@@ -19,7 +19,7 @@ import pytest
 
 from replay_actor import (
     RecordingError,
-    RecordingLocked,
+    ReplayError,
     ReplayMiss,
     SequenceExhausted,
     entry_line,
@@ -273,8 +273,10 @@ def test_a_fork_child_is_refused_and_leaves_the_parents_session_whole(
         assert os.waitstatus_to_exitcode(status) == 0
         assert chat.count("echo") == 1  # the child never asked the model
         assert (tmp_path / "forked.jsonl.journal").exists()
-        with pytest.raises(RecordingLocked):
-            open_provider(record(fixture, table))  # the parent still holds the lock
+        from replay_actor.authoring.add import add_response
+
+        with pytest.raises(ReplayError, match="another writer holds the fixture's lock"):
+            add_response(fixture, request_hash(ask("x")), {"content": "x"})  # still held
         assert rec.complete(ask("after"))["content"] == "2: after"
     finally:
         rec.release()
