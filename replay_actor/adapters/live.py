@@ -138,7 +138,9 @@ class LiveProvider(ReleasedOnExit):
         return complete_each(self.complete, requests)
 
     def snapshot(self) -> dict[str, Any]:
-        """``kind``, ``adapter``, ``model`` and the call counters; no payload, no key."""
+        """``kind``, ``adapter``, ``model`` and the call counters (``retries``: the
+        adapter's, 0 for an adapter that does not count them); no payload, no key."""
+        retries = getattr(self._adapter, "retries", 0)
         with self._lock:
             return {
                 "kind": "live",
@@ -146,6 +148,7 @@ class LiveProvider(ReleasedOnExit):
                 "model": self._model,
                 "calls": self._calls,
                 "failures": self._failures,
+                "retries": retries if type(retries) is int else 0,
             }
 
     def release(self) -> None:
