@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 # make test installs every integration's extra: CI must run those tests, not skip them.
-EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop
+EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals
 BSTAMP := $(VENV)/.installed-bench
 
 .DEFAULT_GOAL := help
