@@ -166,11 +166,14 @@ def vendor_call(
     )
 
 
-def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:
+def refuse_unfaithful(
+    fields: Mapping[str, Any], where: str = "", *, stream: bool = False, logprobs: bool = False
+) -> None:
     """Raise ``RequestError`` naming the first field asking for something a neutral
-    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs``, ``audio``,
-    output ``modalities`` other than text (and ``stream`` itself when ``stream`` is set:
-    the live adapters answer whole messages).
+    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs`` (unless
+    ``logprobs``: the shape says them, OpenAI chat's and Responses), ``audio``, output
+    ``modalities`` other than text (and ``stream`` itself when ``stream`` is set: the
+    live adapters answer whole messages).
 
     Replaying or recording such a request would silently drop what the caller asked for.
     """
@@ -178,10 +181,12 @@ def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: boo
     # ``True == 1`` in Python: a bool is not the count 1, whatever the equality says.
     if n is not None and (type(n) is bool or n != 1):
         raise RequestError(f"{where}n other than 1 cannot be replayed or recorded")
-    if fields.get("logprobs") not in (None, False):
-        raise RequestError(f"{where}logprobs cannot be replayed or recorded")
-    if fields.get("top_logprobs") is not None:
-        raise RequestError(f"{where}top_logprobs cannot be replayed or recorded")
+    if not logprobs and fields.get("logprobs") not in (None, False):
+        raise RequestError(f"{where}logprobs cannot be replayed or recorded in this API's shape")
+    if not logprobs and fields.get("top_logprobs") is not None:
+        raise RequestError(
+            f"{where}top_logprobs cannot be replayed or recorded in this API's shape"
+        )
     if fields.get("audio") is not None:
         raise RequestError(f"{where}audio output cannot be replayed or recorded")
     modalities = fields.get("modalities")

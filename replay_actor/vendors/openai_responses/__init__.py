@@ -87,6 +87,8 @@ class OpenAIResponses:
     routes: Final = (re.compile(r"/responses/?$"),)
     paths: Final = ("POST /v1/responses",)
     live: Final = LIVE
+    #: Its answers say token log probabilities (``top_logprobs``, in output text parts).
+    keeps_logprobs: Final = True
 
     def __init__(self, capacity: int = TRANSCRIPTS) -> None:
         self._served: OrderedDict[str, _Served] = OrderedDict()
