@@ -14,7 +14,7 @@ The client also reports the time its 10,000 calls took, without its start-up, wh
 shown beside (the steady state, where recording itself costs).
 
 Also measured: the peak RSS of ``run`` (``wait4``'s ``ru_maxrss``: the larger of ``run``
-and its child, the client, so an upper bound on ``run``'s), against 2 × the fixture's
+and its child, the client, so an upper bound on ``run``'s), against 2 x the fixture's
 size + 200 MB; and the final fixture's ``fixture_set_hash`` against recording the same
 requests one at a time (sequential ``complete`` calls through the in-process transport,
 with a vendor that answers at once: the same answers, since they depend on the request
@@ -98,7 +98,10 @@ def _answer(request: bytes) -> bytes:
     ).encode()
 
 
-def _vendor_app(delay: float) -> Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]:
+App = Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]
+
+
+def _vendor_app(delay: float) -> App:
     async def app(scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
