@@ -136,7 +136,7 @@ class Committer:
         self._thread: threading.Thread | None = None
         self._busy = False
         self._closing = False
-        self._broken: RecordingError | None = None
+        self._broken: str | None = None  # why the journal cannot be written any more
         # The journal handle is used by the writer thread and by ``catch_up``.
         self._io = threading.Lock()
         #: How many syncs made batches durable (a test reads it: answers share them).
@@ -188,8 +188,8 @@ class Committer:
 
     def _commit(self, batch: list[Answer]) -> None:
         accepted: list[Answer] = []
-        failure: RecordingError | None = self._broken
-        if failure is None:
+        problem: str | None = self._broken
+        if problem is None:
             try:
                 with self._io:
                     accepted = self._write(batch)
@@ -197,17 +197,20 @@ class Committer:
                         self._journal.sync()
                         self.syncs += 1
             except RecordingError as exc:
-                failure = exc
+                problem = str(exc)
                 accepted = []
             except OSError as exc:
-                failure = self._broken = RecordingError(
+                problem = self._broken = (
                     "the recording journal could not be written "
                     f"({os.strerror(exc.errno) if exc.errno else type(exc).__name__}); "
                     "the answers recorded before are kept"
                 )
                 accepted = []
+        # Each caller gets an error of its own, made here, outside any ``except``: one
+        # raised in this thread would carry this thread's frames (which hold every
+        # answer's hash) into the caller's traceback (docs/privacy.md).
         for answer in batch:
-            answer.settle(failure if failure is not None else answer.error)
+            answer.settle(RecordingError(problem) if problem is not None else answer.error)
         if accepted:
             self._sidecar.append_many_or_warn(
                 [(answer.digest.value, answer.request) for answer in accepted]

@@ -327,3 +327,31 @@ def test_a_torn_line_left_by_a_killed_writer_is_overwritten(
         assert [line.get("n") for line in lines] == [None, 1, 2]
         assert lines[2]["response"]["content"] == "2: two"
     assert load_fixture(fixture).responses == 2
+
+
+def test_a_refused_answer_in_private_mode_shows_no_hash_in_any_frame(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    """The refusal is decided in the journal's writer thread, whose frames hold every
+    answer's hash: the caller's error carries none of them."""
+    import traceback
+
+    fixture = tmp_path / "p.jsonl"
+    private = manifest(chat, fixture, data="private", ceilings={"max_response_bytes": 160})
+    long = "a question whose answer is too large " * 3
+    shown = ""
+    with open_provider(private) as rec:
+        for _ in range(2):  # before the journal exists, then once it does
+            with pytest.raises(ReplayError, match="response_too_large") as caught:
+                rec.complete(hi(long))
+            exc = caught.value
+            shown += "".join(
+                traceback.TracebackException(
+                    type(exc), exc, exc.__traceback__, capture_locals=True
+                ).format()
+            )
+            rec.complete(hi("hi"))
+    assert load_fixture(fixture).responses == 2
+    digest = request_hash(hi(long))
+    assert digest not in shown
+    assert digest.removeprefix("sha256:") not in shown
