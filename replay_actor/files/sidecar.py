@@ -18,8 +18,9 @@ symbolic link. Writers only ever append, one ``write`` per line (record mode: pe
 of lines, ``append_many``) under an exclusive ``flock`` on the sidecar itself (never
 replaced, so every writer locks the same inode), each append fsynced (record mode: once,
 at release, ``sync``: the answers are durable in the journal already, and a sidecar line
-lost in a crash costs only the explanation of a later miss). A crash can leave a torn last line without its newline: readers
-ignore it, and the next writer cuts it off before appending. A hash already present is
+lost in a crash costs only the explanation of a later miss). A crash can leave a torn
+last line without its newline: readers ignore it, and the next writer cuts it off before
+appending. A hash already present is
 not written again, so the first line for a hash is the only one.
 
 Reading (``read_sidecar``) streams the file line by line, so its memory is one line (at
