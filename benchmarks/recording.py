@@ -125,22 +125,9 @@ def _vendor_app(delay: float) -> App:
 
 
 def _serve_vendor(delay: float) -> None:
-    import socket
+    from .frontdoor import serve_app
 
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4096)
-    config = uvicorn.Config(
-        _vendor_app(delay),
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        server_header=False,
-    )
-    print(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", flush=True)
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    serve_app(_vendor_app(delay), "/v1")
 
 
 # -- the evaluation ------------------------------------------------------------------------
