@@ -22,7 +22,9 @@ docs/attribution.md): beside the request, never hashed.
 
 One provider (one acquisition) per ``ModelAPI`` instance; Inspect memoises models, so
 that is one per eval process. It is released when Inspect closes the model, and in any
-case when the process ends (the cursor actor watches its owner). Every replay-actor
+case when the process ends: a replay's cursor actor watches its owner, and a recording
+session is released at interpreter exit, folding its journal into the fixture (Inspect's
+command line never closes its models). Every replay-actor
 failure is final: ``should_retry`` never asks Inspect to retry one, so a miss fails its
 sample with the exact miss message.
 """

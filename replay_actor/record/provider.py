@@ -37,9 +37,11 @@ the frames of a call hold it in a ``RequestHash`` box whose ``repr`` does not sh
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 import warnings
+import weakref
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -71,6 +73,26 @@ _NOT_HELD: Final = object()
 #: compacted while recording (at least; a fixture larger than it is the bound instead).
 COMPACT_BYTES_VARIABLE: Final = "REPLAY_ACTOR_COMPACT_BYTES"
 _COMPACT_BYTES: Final = 8 << 20
+
+
+#: The sessions this process opened and has not released: released at interpreter exit,
+#: so that an integration whose framework never closes its model (Inspect's command
+#: line, a script that forgot ``release()``) still folds its answers into the fixture.
+_OPEN: Final[weakref.WeakSet[RecordingProvider]] = weakref.WeakSet()
+
+
+@atexit.register
+def _release_at_exit() -> None:
+    for provider in list(_OPEN):
+        if provider._pid == os.getpid():  # a fork child's copies are the parent's
+            try:
+                provider.release()
+            except Exception as exc:  # every session gets its turn
+                warnings.warn(
+                    f"a recording session was not released at exit: {exc}",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
 
 
 def _compact_bytes() -> int:
@@ -145,6 +167,7 @@ class RecordingProvider(ReleasedOnExit):
             self._session.release(lambda: None)
             live.release()
             raise
+        _OPEN.add(self)
 
     # -- opening and recovery -----------------------------------------------------------
 

@@ -160,3 +160,37 @@ def test_sigkill_at_random_points_loses_no_returned_answer(
     assert 0 <= unreturned <= kills * THREADS
     assert len(returned) >= ANSWERS
     print(f"{kills} kills, {len(returned)} returned answers checked, {unreturned} unreturned kept")
+
+
+def test_a_session_never_released_is_folded_at_interpreter_exit(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    # Inspect's command line never closes its models: the answers must still reach the
+    # fixture when the process ends normally, not wait in the journal for the next open.
+    manifest = tmp_path / "record.toml"
+    manifest.write_text(
+        "[provider]\n"
+        'kind = "record"\n'
+        'fixture = "exit.jsonl"\n'
+        "[provider.live]\n"
+        'adapter = "openai"\n'
+        'model = "m"\n'
+        f'base_url = "{chat.base_url()}"\n'
+    )
+    script = (
+        "import sys\n"
+        "from replay_actor.manifest import open_provider\n"
+        "rec = open_provider(sys.argv[1])\n"
+        "rec.complete({'messages': [{'role': 'user', 'content': 'kept at exit'}]})\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "RuntimeWarning" not in done.stderr
+    assert not (tmp_path / "exit.jsonl.journal").exists()
+    assert request_hash(hi("kept at exit")) in load_fixture(tmp_path / "exit.jsonl")
