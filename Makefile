@@ -60,8 +60,9 @@ NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic pr
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
 	@if command -v node >/dev/null 2>&1; then \
 		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \
-		test -z "$$missing" || \
-		npm install --silent --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); \
+		test -z "$$missing" || { \
+		echo "make: installing the npm packages the Node tests use into .cache/node: $(NODE_PACKAGES) (promptfoo is about 1.4 GB: a few minutes)"; \
+		npm install --silent --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); }; \
 	fi
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture

@@ -47,7 +47,13 @@ from tests.support.frontdoor_util import (
     summary,
     write_fixture,
 )
-from tests.support.unprivileged import NOBODY, readable_by_all, readable_copy, system_python
+from tests.support.unprivileged import (
+    NOBODY,
+    as_nobody,
+    readable_by_all,
+    readable_copy,
+    system_python,
+)
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]
 
@@ -600,23 +606,9 @@ def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
         fixture = write_fixture(folder / "fixture.jsonl", {neutral_hash(HI): {"content": "hello"}})
         manifest = replay_manifest(folder, fixture, inspection=False)
         readable_by_all(folder)
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(folder),
-            "PYTHONPATH": str(lib),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        nobody = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
         run = [python, "-m", "replay_actor", "run", str(manifest), "--"]
-        done = subprocess.run(
-            [*nobody, *run, python, "-c", UNPRIVILEGED_PROBE, port_of(host_listener)],
-            check=False,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=folder,
-            timeout=120,
-        )
+        probe = [python, "-c", UNPRIVILEGED_PROBE, port_of(host_listener)]
+        done = as_nobody(folder, lib, [*run, *probe])
     finally:
         shutil.rmtree(folder)
     assert done.returncode == 0, done.stderr

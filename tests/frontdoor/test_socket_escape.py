@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -27,7 +26,7 @@ from tests.support.frontdoor_util import (
     summary,
     write_fixture,
 )
-from tests.support.unprivileged import NOBODY, readable_by_all, readable_copy, system_python
+from tests.support.unprivileged import as_nobody, readable_by_all, readable_copy, system_python
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(240)]
 
@@ -190,26 +189,11 @@ def test_an_unprivileged_sealed_child_cannot_reach_a_host_socket(
     readable_by_all(folder)
     folder.chmod(0o777)  # the child binds its own socket here
     host.path.chmod(0o777)
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(folder),
-        "PYTHONPATH": str(lib),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
-    nobody = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
     child = [python, str(script), str(host.path), str(folder), str(folder / "fixture.jsonl")]
     outs = {}
     for seal in ("namespace", "off"):
         run = [python, "-m", "replay_actor", "run", "--seal", seal, str(manifest), "--"]
-        done = subprocess.run(
-            [*nobody, *run, *child],
-            check=False,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=folder,
-            timeout=180,
-        )
+        done = as_nobody(folder, lib, [*run, *child], timeout=180)
         assert done.returncode == 0, done.stderr
         outs[seal] = json.loads(done.stdout)
         assert outs[seal]["own"] == "ok" and outs[seal]["acquired"] == "hello"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from packaging.utils import canonicalize_name
 
 from tests.support.paths import ROOT
 
-__all__ = ["NOBODY", "readable_by_all", "readable_copy", "system_python"]
+__all__ = ["NOBODY", "as_nobody", "readable_by_all", "readable_copy", "system_python"]
 
 NOBODY = 65534
 
@@ -77,3 +78,28 @@ def readable_by_all(folder: Path) -> None:
     for path in [folder, *folder.rglob("*")]:
         mode = path.stat().st_mode
         path.chmod(0o755 if path.is_dir() else mode | 0o444)
+
+
+def as_nobody(
+    folder: Path, lib: Path, command: list[str], *, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``command`` run as nobody (``setpriv``, which the caller checked) in ``folder``,
+    importing from ``lib`` (``readable_copy``), to completion."""
+    setpriv = shutil.which("setpriv")
+    assert setpriv is not None
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(folder),
+        "PYTHONPATH": str(lib),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    nobody = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    return subprocess.run(
+        [*nobody, *command],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=folder,
+        timeout=timeout,
+    )
