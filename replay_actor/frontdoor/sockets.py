@@ -117,7 +117,7 @@ class SocketCover:
     def cover(self) -> list[bytes]:
         """In the child: make the namespace's mounts private, then cover every path;
         the paths that stay reachable (a mount refused), to be said by ``run``."""
-        mount, get_errno = self._mount, ctypes.get_errno
+        mount = self._mount
         if mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
             return list(self.paths)  # never mount where it could reach the host's view
         left: list[bytes] = []
@@ -131,12 +131,13 @@ class SocketCover:
                     left.append(path)
                 continue
             try:
-                if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                    target = b"/proc/self/fd/%d" % fd
-                    if mount(b"/dev/null", target, None, _MS_BIND, None) != 0 and (
-                        get_errno() not in _UNREACHABLE
-                    ):
-                        left.append(path)
+                # Held by its descriptor, the target exists: any failure here (no
+                # /dev/null, too many mounts) leaves it reachable, and run says so.
+                target = b"/proc/self/fd/%d" % fd
+                if stat.S_ISSOCK(os.fstat(fd).st_mode) and (
+                    mount(b"/dev/null", target, None, _MS_BIND, None) != 0
+                ):
+                    left.append(path)
             finally:
                 os.close(fd)
         return left
@@ -148,6 +149,7 @@ def warning(paths: Iterable[str]) -> str:
     return (
         f"replay-actor run: warning: COMMAND can reach {len(shown)} Unix socket"
         f"{'s' if len(shown) != 1 else ''} of this host ({', '.join(shown[:5])}"
-        f"{', …' if len(shown) > 5 else ''}): they could not be hidden from it "
+        f"{', …' if len(shown) > 5 else ''}): the seal could not hide "
+        f"{'it' if len(shown) == 1 else 'them'} "
         "(docs/front-door.md, 'The seal')"
     )
