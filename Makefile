@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 # make test installs every integration's extra: CI must run those tests, not skip them.
-EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals
+EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals,clock
 BSTAMP := $(VENV)/.installed-bench
 # CrewAI's latest release needs openai<3, so it gets an environment of its own, inside
 # .venv (tests/attribution/test_frameworks.py runs it under replay-actor run).
@@ -54,14 +54,15 @@ pytest: $(STAMP) $(CSTAMP) node-deps browser ## pytest only
 	$(PY) -m pytest
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
-# @ai-sdk/openai) packages from Node (tests/frontdoor/test_node.py); where node is
-# missing those tests skip.
-NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic
+# @ai-sdk/openai) packages from Node (tests/frontdoor/test_node.py), and promptfoo's eval
+# (tests/frontdoor/test_incidental.py); where node is missing those tests skip.
+NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic promptfoo
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
 	@if command -v node >/dev/null 2>&1; then \
 		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \
-		test -z "$$missing" || \
-		npm install --silent --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); \
+		test -z "$$missing" || { \
+		echo "make: installing the npm packages the Node tests use into .cache/node: $(NODE_PACKAGES) (promptfoo is about 1.4 GB: a few minutes)"; \
+		npm install --silent --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); }; \
 	fi
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ._canonical import canonical_json
     from ._errors import (
         ActorLost,
+        ClockUnavailable,
         FixtureError,
         InspectionPathError,
         InvalidArgument,
@@ -89,6 +90,7 @@ from ._version import __version__
 _FIXED: Final[dict[str, str]] = {
     "canonical_json": "_canonical",
     "ActorLost": "_errors",
+    "ClockUnavailable": "_errors",
     "FixtureError": "_errors",
     "InspectionPathError": "_errors",
     "InvalidArgument": "_errors",
@@ -130,6 +132,7 @@ _FIXED: Final[dict[str, str]] = {
 
 __all__ = [
     "ActorLost",
+    "ClockUnavailable",
     "Adapter",
     "AdapterTable",
     "AsyncProviderTransport",

@@ -17,6 +17,8 @@
     ├── ControlMessageError          a malformed message between the caller, the zygote
     │   (ValueError)                 and a holder (internal: never reaches a caller)
     ├── ManifestError                the manifest is invalid (.key names the offending key)
+    ├── ClockUnavailable             the manifest's clock cannot be given to run's COMMAND
+    │                                here (no usable libfaketime)
     ├── LiveProviderError            the live model endpoint failed (.status, if any)
     └── RecordingError               record mode cannot keep an answer or recover a journal
         └── RecordingLocked          another recorder holds the fixture's lock
@@ -38,6 +40,7 @@ from typing import Any, Final
 __all__ = [
     "FIXTURE_REASONS",
     "ActorLost",
+    "ClockUnavailable",
     "ControlMessageError",
     "FixtureError",
     "InspectionPathError",
@@ -247,6 +250,12 @@ class ManifestError(ReplayError):
 
     def __reduce__(self) -> tuple[type[ManifestError], tuple[str, str | None]]:
         return (ManifestError, (str(self), self.key))
+
+
+class ClockUnavailable(ReplayError):
+    """``replay-actor run`` cannot start COMMAND's clock at the manifest's
+    ``provider.clock`` here: no usable libfaketime (the message says what was tried and
+    what to install; docs/front-door.md, "The clock"). Nothing was started."""
 
 
 class LiveProviderError(ReplayError):

@@ -93,7 +93,7 @@ def eval_samples_of(log: LogRead, rows: list[EvalRow], shapes: dict[str, Shape])
             rest.append(call)
         else:
             target.add(call)
-    others = samples_of(LogRead(log.path, rest, log.skipped, log.source), shapes)
+    others = samples_of(LogRead(log.path, rest, log.skipped, log.source, log.ignored), shapes)
     return [*samples.values(), *others]
 
 

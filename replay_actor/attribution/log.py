@@ -12,8 +12,10 @@ A line::
      "outcome":"served","request_hash":"sha256:…","line":17,"element":1,
      "row":{"sample":"q17","epoch":1}}
 
-``outcome`` is ``served``, ``miss``, ``exhausted``, ``invalid``, ``blocked`` or ``failed``
-(the provider lost or released, a live endpoint's failure). ``line`` is the fixture line
+``outcome`` is ``served``, ``miss``, ``exhausted``, ``invalid``, ``blocked``, ``failed``
+(the provider lost or released, a live endpoint's failure) or ``ignored`` (a request for a
+host the manifest ignores: not a call of the evaluation's, and ``compare`` leaves it
+out). ``line`` is the fixture line
 that answered and ``element`` the 0-based index into its ``responses`` (``null`` for a
 single ``response``); both are ``null`` for live and recorded answers. ``vendor`` and
 ``path`` are the HTTP API the call came through (``null`` for a direct ``complete``).
@@ -53,7 +55,7 @@ from ..files.sidecar import SidecarWriter
 __all__ = ["OUTCOMES", "Fields", "LogLine", "RunLog", "sidecar_of"]
 
 #: Every ``outcome`` a line may have.
-OUTCOMES: Final = ("served", "miss", "exhausted", "invalid", "blocked", "failed")
+OUTCOMES: Final = ("served", "miss", "exhausted", "invalid", "blocked", "failed", "ignored")
 # O_NONBLOCK: a FIFO at the path fails at once instead of waiting for a reader.
 _FLAGS: Final = (
     os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
@@ -178,7 +180,8 @@ class RunLog:
                 raise ReplayError("the run log could not be written whole (disk full?)")
 
     def refused(self, outcome: str, where: str | None = None) -> None:
-        """A request answered before any provider call (``invalid``, ``blocked``)."""
+        """A request answered before any provider call (``invalid``, ``blocked``,
+        ``ignored``)."""
         self.write(outcome, path=where)
 
     def close(self) -> None:

@@ -19,6 +19,10 @@ reason                 the line
 ``torn``               is a last line without its newline (a writer killed mid-write)
 =====================  ============================================================
 
+A line whose outcome is ``ignored`` (a request for a host the manifest ignores: telemetry,
+an update check; docs/front-door.md, "Incidental traffic") is no call of the evaluation's:
+it is counted in ``ignored``, never a call, so it is neither a sample nor a miss.
+
 Memory: one line at a time, and per call a small Struct; a scope and a row are kept as
 their RFC 8785 text (what samples are keyed by), each distinct one once. Values are never
 echoed in a reason.
@@ -89,6 +93,7 @@ class LogRead(msgspec.Struct):
     calls: list[Call]
     skipped: dict[str, int]
     source: str = ""  #: the path as given, to open its request sidecar
+    ignored: int = 0  #: lines of ignored requests (never calls)
 
 
 _decode: Final = msgspec.json.Decoder(_Line).decode
@@ -170,6 +175,7 @@ def read_log(path: str | os.PathLike[str], *, max_line: int = MAX_LINE_BYTES) ->
         raise ReplayError(f"{shown}: not a regular file")
     calls: list[Call] = []
     skipped: Counter[str] = Counter()
+    ignored = 0
     scopes: dict[bytes, str | None] = {}
     with open(fd, "rb", closefd=True) as handle:
         limit = max_line + 1
@@ -188,6 +194,8 @@ def read_log(path: str | os.PathLike[str], *, max_line: int = MAX_LINE_BYTES) ->
             found = _checked(number, raw, scopes)
             if not isinstance(found, Call):
                 skipped[found] += 1
+            elif found.outcome == "ignored":
+                ignored += 1
             else:
                 calls.append(found)
-    return LogRead(shown, calls, dict(skipped), os.fspath(path))
+    return LogRead(shown, calls, dict(skipped), os.fspath(path), ignored)

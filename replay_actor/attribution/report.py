@@ -140,6 +140,7 @@ def _log_json(log: LogRead, sidecar: bool) -> dict[str, Any]:
     return {
         "path": log.path,
         "calls": len(log.calls),
+        "ignored": log.ignored,
         "skipped": dict(sorted(log.skipped.items())),
         "sidecar": sidecar,
     }
@@ -269,7 +270,10 @@ def _sample_text(r: SampleResult) -> list[str]:
 
 def _log_line(who: str, log: LogRead, sidecar: bool) -> str:
     note = "" if sidecar else "; no request sidecar"
-    return f"{who} {log.path} ({len(log.calls)} calls, skipped lines {_skipped(log)}{note})"
+    ignored = f", {log.ignored} ignored requests" if log.ignored else ""
+    return (
+        f"{who} {log.path} ({len(log.calls)} calls{ignored}, skipped lines {_skipped(log)}{note})"
+    )
 
 
 def text_report(c: Comparison) -> str:

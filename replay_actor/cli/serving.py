@@ -42,8 +42,9 @@ _EPILOG_RUN: Final = (
     "example:\n"
     "  replay-actor run eval.toml -- python my_eval.py\n\n"
     "exit: COMMAND's status (128+N if it died of signal N); 4 if COMMAND exited 0 but\n"
-    "a call failed (a miss, ...); 127 not found; 126 cannot execute; 1 bad manifest,\n"
-    "or --seal namespace where no namespace can be made"
+    "a call failed (a miss, ...; an ignored host is no failure); 127 not found; 126\n"
+    "cannot execute; 1 bad manifest, --seal namespace where no namespace can be made,\n"
+    "or a manifest clock where no usable libfaketime is found"
 )
 
 _ADDRESS: Final = (

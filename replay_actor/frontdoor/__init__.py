@@ -8,6 +8,11 @@ any language with no code changed (docs/front-door.md).
 - ``environment``: the environment ``run`` gives the command;
 - ``seal``: the namespace seal: the front door the only endpoint the command reaches;
 - ``proxy``: the front door as the sealed run's proxy: every request refused and counted;
+- ``ignore``: the hosts the manifest ignores (``provider.ignore``): incidental traffic,
+  refused at once and counted as ``ignored``, which does not fail the run;
+- ``switches``: the ecosystem's offline and no-telemetry variables ``run`` sets;
+- ``clock``: COMMAND's wall clock started at ``provider.clock`` (libfaketime, probed);
+- ``sockets``: the host's path sockets, hidden from a sealed child in a mount namespace;
 - ``summary``: ``run``'s last word: the summary line and the exit status;
 - ``misses``: each miss said on stderr as it happens, with the ``add`` command that
   answers it, and the missed request saved to the fixture's request sidecar.

@@ -7,11 +7,14 @@ variables (:func:`proxy_variables`) point at the front door, so a client that ho
 them (most HTTP libraries: Python's, curl, Go's, Node's with ``NODE_USE_ENV_PROXY=1``)
 sends every request for another host here instead of to the host:
 
+- a request for a host the manifest ignores (``provider.ignore``) is answered by
+  :mod:`.ignore` first: refused at once, counted as ``ignored``, not a failure;
 - ``CONNECT host:443`` (an ``https://`` URL through a proxy) and an absolute-form request
   ``POST http://host/...`` for any other host are answered 403 with ``x-should-retry:
-  false`` and a message naming the host; each counts as ``blocked``, and each host is
-  reported once on stderr (``report``), so a client that swallows the error still
-  leaves a trace and a non-zero exit;
+  false`` and a message naming the host and the way out (``provider.ignore``, or
+  recording the host); each counts as ``blocked``, and each host is reported once on
+  stderr (``report``), so a client that swallows the error still leaves a trace and a
+  non-zero exit;
 - an absolute-form request for the front door itself (a client that proxies even the
   addresses ``NO_PROXY`` lists) is served as if it had come directly.
 
@@ -29,8 +32,9 @@ import msgspec
 
 from ..serving import Outcomes
 from .app import Receive, Scope, Send
+from .ignore import IgnoredHosts, host_of
 
-__all__ = ["ProxyRefusal", "proxy_variables"]
+__all__ = ["ProxyRefusal", "blocked_advice", "proxy_variables"]
 
 _PROXY_NAMES: Final = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
@@ -49,10 +53,23 @@ def proxy_variables(url: str, no_proxy: str) -> dict[str, str]:
 ASGIApp = Callable[[Scope, Receive, Send], Any]
 
 
+def blocked_advice(authority: str) -> str:
+    """The way out for a blocked host, as the stderr line and the 403 body say it."""
+    return (
+        f'if it is incidental (telemetry, an update check, a download), add "{host_of(authority)}" '
+        "to provider.ignore in the manifest; if the application needs its answers, record "
+        "them (docs/front-door.md, 'Incidental traffic')"
+    )
+
+
 class ProxyRefusal:
     """``ProxyRefusal(app, authorities, outcomes, report)``: ``app`` behind a proxy that
     refuses every host but the front door's own ``authorities`` (``"127.0.0.1:8080"``);
-    ``logged(host)`` is told of each refusal (the run log)."""
+    ``logged(host)`` is told of each refusal (the run log). ``ignore``, when set, answers
+    the hosts the manifest ignores, before anything else is done with them."""
+
+    #: The manifest's ignored hosts (:mod:`.ignore`), asked first about every other host.
+    ignore: IgnoredHosts | None = None
 
     def __init__(
         self,
@@ -76,7 +93,7 @@ class ProxyRefusal:
             return
         target: str = scope.get("raw_path", b"").decode("latin-1") or scope["path"]
         if scope["method"] == "CONNECT":
-            await self._refuse(send, target, f"CONNECT {target}")
+            await self._foreign(send, target, f"CONNECT {target}")
             return
         if target.startswith("/"):
             await self._app(scope, receive, send)
@@ -88,7 +105,15 @@ class ProxyRefusal:
             scope = {**scope, "path": path, "raw_path": path.encode("latin-1")}
             await self._app(scope, receive, send)
             return
-        await self._refuse(send, authority or target, f"{scope['method']} {target}")
+        await self._foreign(send, authority or target, f"{scope['method']} {target}")
+
+    async def _foreign(self, send: Send, host: str, request: str) -> None:
+        """A request meant for another host: ignored if the manifest says so, else
+        refused."""
+        if self.ignore is not None and self.ignore.matches(host):
+            await self.ignore.answer(send, host)
+            return
+        await self._refuse(send, host, request)
 
     async def _refuse(self, send: Send, host: str, request: str) -> None:
         self._outcomes.add("blocked")
@@ -98,7 +123,7 @@ class ProxyRefusal:
             self._report(host)
         message = (
             f"replay-actor run is sealed: {request} was refused; only the front door "
-            "answers (docs/front-door.md, 'The seal')"
+            f"answers (docs/front-door.md, 'The seal'); {blocked_advice(host)}"
         )
         body = msgspec.json.encode({"error": {"type": "replay_blocked", "message": message}})
         headers: list[tuple[bytes, bytes]] = [

@@ -11,7 +11,10 @@ This module owns
   cannot make one; ``--seal namespace`` refuses to start there instead (exit 1); live
   and record manifests default to ``off``;
 - the child's environment (built by :mod:`.environment`, the real key read by
-  ``open_provider`` *before* it is built);
+  ``open_provider`` *before* it is built), with the ecosystem's offline and
+  no-telemetry switches (:mod:`.switches`) and, for a manifest with ``clock``,
+  COMMAND's own clock (:mod:`.clock`: its library found and tried before anything
+  starts);
 - each miss said on stderr as it happens, by :mod:`.misses`'s reporter;
 - fate-sharing: the child is sent SIGTERM if ``run`` dies (the parent-death signal, set
   in the child between fork and exec by a ``preexec_fn`` whose calls are resolved before
@@ -44,11 +47,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .._errors import ReplayError
+from .clock import Clock, prepare_clock
 from .environment import child_environment, foreign_key_warning
 from .misses import reporter_for
+from .proxy import blocked_advice
 from .seal import NamespaceSeal, SealUnavailable
 from .server import DEFAULT_HOST, FrontDoor
+from .sockets import warning as sockets_warning
 from .summary import exit_status, summary_line
+from .switches import switch_variables
 
 if TYPE_CHECKING:
     import socket
@@ -127,7 +134,12 @@ class _Launch:
     to get), ``refused`` whether ``--seal namespace`` refused to start."""
 
     def __init__(
-        self, door: FrontDoor, command: Sequence[str], secret_names: set[str], seal: str
+        self,
+        door: FrontDoor,
+        command: Sequence[str],
+        secret_names: set[str],
+        seal: str,
+        clock: Clock | None = None,
     ) -> None:
         self._door = door
         self._command = command
@@ -135,6 +147,7 @@ class _Launch:
         self._wanted = seal  # namespace, auto (namespace, else proxy), proxy or off
         self.seal = "namespace" if seal == "auto" else seal
         self.refused = False
+        self.clock = clock
 
     def environment(self, seal: str) -> dict[str, str]:
         no_proxy = {
@@ -142,7 +155,13 @@ class _Launch:
             # Only the front door: the host's other loopback services are not the child's.
             "proxy": f"{self._door.url.removeprefix('http://')},localhost:{self._door.address[1]}",
         }.get(seal)
-        return child_environment(os.environ, self._door.info, self._secrets, no_proxy=no_proxy)
+        env = child_environment(os.environ, self._door.info, self._secrets, no_proxy=no_proxy)
+        env.update(switch_variables(os.environ, sealed=seal != "off"))
+        if self.clock is not None:
+            # Taken last, just before the spawn: the offset is counted from now.
+            Clock.scrub(env)
+            env.update(self.clock.variables(env))
+        return env
 
     async def _exec(self, env: dict[str, str], hook: Callable[[], None]) -> Any:
         return await asyncio.create_subprocess_exec(*self._command, env=env, preexec_fn=hook)
@@ -193,11 +212,14 @@ class _Launch:
                     namespace.listener().close()
                 return _exec_failure(self._command, env, exc)
             try:
-                return _Child(proc, namespace.listener())
+                child = _Child(proc, namespace.listener())
             except SealUnavailable:  # pragma: no cover - the hook hands it over before exec
                 proc.kill()  # our own child, by its PID
                 await proc.wait()
                 raise RuntimeError("the sealed child did not hand over its socket") from None
+            if namespace.unhidden:
+                print(sockets_warning(namespace.unhidden), file=sys.stderr)
+            return child
         finally:
             namespace.close()
 
@@ -224,7 +246,10 @@ async def _run(door: FrontDoor, launch: _Launch, compact: Callable[[], None] | N
                 proc.kill()  # our own child, by its PID
             await proc.wait()
             raise
-        return _status(await proc.wait())
+        status = _status(await proc.wait())
+        if launch.clock is not None:
+            launch.clock.clean_up(proc.pid)
+        return status
     finally:
         for sig in _FORWARDED:
             loop.remove_signal_handler(sig)
@@ -271,7 +296,8 @@ async def _run_then_close(
 
 def _report_blocked(host: str) -> None:
     print(
-        f"replay-actor run: blocked a request for {host}: only the front door answers a sealed run",
+        f"replay-actor run: blocked a request for {host}: only the front door answers a "
+        f"sealed run; {blocked_advice(host)}",
         file=sys.stderr,
     )
 
@@ -305,6 +331,8 @@ def run_command(
     from ..manifest import open_provider, read_manifest
 
     read = read_manifest(manifest)
+    # Before anything starts: a clock that cannot be given refuses the run (exit 1).
+    clock = prepare_clock(read.clock, os.environ)
     # The key is read here, into the adapter, before the child's environment exists.
     provider: Provider = open_provider(read, log=log)
     try:
@@ -317,10 +345,11 @@ def run_command(
             report_blocked=_report_blocked,
             on_failure=reporter_for(read),
         )
+        door.ignore(read.ignore)
         warning = foreign_key_warning(os.environ)
         if warning is not None:
             print(warning, file=sys.stderr)
-        launch = _Launch(door, command, secret_names(read), chosen)
+        launch = _Launch(door, command, secret_names(read), chosen, clock)
         # A recorder's ``compact`` (through the run log's wrapper too), for the signals.
         compact = getattr(provider, "compact", None) if read.kind == "record" else None
         status = asyncio.run(_run_then_close(door, launch, compact))

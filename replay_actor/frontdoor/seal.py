@@ -25,6 +25,11 @@ and record adapters' connections to the vendor, the parent-death signal and pidf
 processes (an in-process replay-actor, a local server it starts) reach each other on
 its loopback; nothing reaches the host's, or any other address.
 
+The host's path sockets (Docker's, a local proxy's), which a network namespace does not
+cover, are hidden in a mount namespace of the child's own (:mod:`.sockets`), made in the
+same ``unshare`` where the host has any; what could not be hidden is named by ``run``
+in a warning (``unhidden``).
+
 Not a sandbox: a child running as root keeps its capabilities (no user namespace is
 made for root, so files keep their owners) and could deliberately leave; the seal is
 against clients that go elsewhere by accident, not against a hostile program.
@@ -42,8 +47,11 @@ import struct
 from collections.abc import Callable
 from typing import Final
 
+from .sockets import SocketCover, host_sockets
+
 __all__ = ["NamespaceSeal", "SealUnavailable"]
 
+_CLONE_NEWNS: Final = 0x00020000
 _CLONE_NEWNET: Final = 0x40000000
 _CLONE_NEWUSER: Final = 0x10000000
 _SIOCGIFFLAGS: Final = 0x8913
@@ -53,6 +61,8 @@ _IFF_UP: Final = 0x1
 #: 40 bytes on 64-bit Linux.
 _IFREQ: Final = struct.Struct("16sh22x")
 _BACKLOG: Final = 4096
+#: The longest report the child sends back (its socket, and the paths left reachable).
+_REPORT_BYTES: Final = 8192
 
 
 class SealUnavailable(Exception):
@@ -71,11 +81,15 @@ class NamespaceSeal:
     """``NamespaceSeal(host, port)``: one child's namespace, listening on ``host:port``.
 
     Pass ``hook(before)`` as the child's ``preexec_fn``; after the spawn, ``listener()``
-    is the socket to serve on, or raises :class:`SealUnavailable`. ``close()`` always."""
+    is the socket to serve on, or raises :class:`SealUnavailable`; ``unhidden`` is then
+    the host's path sockets the child can still reach (none, unless hiding one
+    failed). ``close()`` always."""
 
     def __init__(self, host: str, port: int) -> None:
         self._address = (host, port)
         self._family = _family(host)
+        self._cover = SocketCover(host_sockets())
+        self.unhidden: list[str] = []
         self._ours, self._theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._ours.setblocking(False)
         libc = ctypes.CDLL(None, use_errno=True)
@@ -91,6 +105,9 @@ class NamespaceSeal:
         get_errno = ctypes.get_errno
         uid, gid = os.geteuid(), os.getegid()
         attempts = ([_CLONE_NEWNET] if uid == 0 else []) + [_CLONE_NEWNET | _CLONE_NEWUSER]
+        cover = self._cover
+        if cover:  # a mount namespace too, where there is a socket to hide; else as before
+            attempts = [flags | _CLONE_NEWNS for flags in attempts] + attempts
         maps = (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny"), ("gid_map", f"{gid} {gid} 1"))
         channel, address, family = self._theirs, self._address, self._family
 
@@ -117,6 +134,7 @@ class NamespaceSeal:
                             os.write(fd, text.encode())
                         finally:
                             os.close(fd)
+                left = cover.cover() if flags & _CLONE_NEWNS else cover.paths
                 step = "bring lo up"
                 with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as ctl:
                     got = fcntl.ioctl(ctl, _SIOCGIFFLAGS, _IFREQ.pack(b"lo", 0))
@@ -126,7 +144,8 @@ class NamespaceSeal:
                 with socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP) as sock:
                     sock.bind(address)
                     sock.listen(_BACKLOG)
-                    socket.send_fds(channel, [b"ok"], [sock.fileno()])
+                    report = b"\0".join([b"ok", *left])[:_REPORT_BYTES]
+                    socket.send_fds(channel, [report], [sock.fileno()])
             except OSError as exc:
                 fail(step, exc.errno or errno.EIO)
             before()
@@ -137,12 +156,13 @@ class NamespaceSeal:
         """The listening socket the child made in its namespace (after the spawn)."""
         self._theirs.close()
         try:
-            message, fds, _, _ = socket.recv_fds(self._ours, 256, 1)
+            message, fds, _, _ = socket.recv_fds(self._ours, _REPORT_BYTES, 1)
         except BlockingIOError:
             raise SealUnavailable("the child did not report its namespace") from None
         if fds:
             sock = socket.socket(fileno=fds[0])
             sock.setblocking(False)
+            self.unhidden = [os.fsdecode(p) for p in message.split(b"\0")[1:] if p]
             return sock
         code, _, step = message.decode("ascii", "replace").partition(" ")
         reason = os.strerror(int(code)) if code.isdigit() else "unknown error"

@@ -31,13 +31,14 @@ import secrets
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from .._interface import Attributed
 from ..serving import AsyncServing, FailureHook, Outcomes
 from ..vendors import FAMILIES
 from .app import MAX_BODY_BYTES, FrontDoorApp
+from .ignore import IgnoredHosts
 from .proxy import ProxyRefusal
 
 if TYPE_CHECKING:
@@ -112,8 +113,9 @@ class FrontDoor:
     ``await start()``, then ``info`` is the ready line's object; ``stop()`` asks it to
     end; ``await wait_closed()`` ends it. ``outcomes`` counts every answer (the
     ``run`` summary); a proxied request is refused (:mod:`.proxy`) and reported to
-    ``report_blocked`` with its host; ``on_failure`` is told of every call the provider
-    failed (the miss reporter, :mod:`.misses`)."""
+    ``report_blocked`` with its host, unless :meth:`ignore` named its host;
+    ``on_failure`` is told of every call the provider failed (the miss reporter,
+    :mod:`.misses`)."""
 
     def __init__(
         self,
@@ -148,7 +150,7 @@ class FrontDoor:
         self.address: tuple[str, int] = (bound_host, bound_port)
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url: str = f"http://{shown}:{bound_port}"
-        app = ProxyRefusal(
+        app = self._proxy = ProxyRefusal(
             FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes),
             (f"{shown}:{bound_port}", f"localhost:{bound_port}"),
             self.outcomes,
@@ -177,6 +179,17 @@ class FrontDoor:
         provider = self._serving.provider
         if isinstance(provider, Attributed):
             provider.refused("blocked", host)
+
+    def ignore(self, hosts: Collection[str]) -> None:
+        """Answer proxied requests for ``hosts`` (the manifest's ``provider.ignore``) as
+        ignored: refused at once, counted as ``ignored``, not a failure (:mod:`.ignore`)."""
+        if hosts:
+            self._proxy.ignore = IgnoredHosts(hosts, self.outcomes, self._log_ignored)
+
+    def _log_ignored(self, host: str) -> None:
+        provider = self._serving.provider
+        if isinstance(provider, Attributed):
+            provider.refused("ignored", host)
 
     @property
     def info(self) -> dict[str, str]:
@@ -225,9 +238,14 @@ def ready_line(info: dict[str, str]) -> str:
 
 
 async def _serve(
-    provider: Provider, host: str, port: int, out: TextIO, on_failure: FailureHook | None
+    provider: Provider,
+    address: tuple[str, int],
+    out: TextIO,
+    on_failure: FailureHook | None,
+    ignore: Collection[str],
 ) -> None:
-    door = FrontDoor(provider, host, port, on_failure=on_failure)
+    door = FrontDoor(provider, *address, on_failure=on_failure)
+    door.ignore(ignore)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, door.stop)
@@ -259,7 +277,7 @@ def serve_forever(
     read = read_manifest(manifest)
     provider = open_provider(read, log=log)
     try:
-        asyncio.run(_serve(provider, host, port, sys.stdout, reporter_for(read)))
+        asyncio.run(_serve(provider, (host, port), sys.stdout, reporter_for(read), read.ignore))
     finally:
         provider.release()  # idempotent: already released unless serving failed early
     return 0

@@ -7,8 +7,9 @@ The line, on stderr, always one::
 
     replay-actor: 3 served, 1 missed, 0 exhausted, 0 blocked; fixture sha256:…; sealed (namespace)
 
-- the counts are :class:`~replay_actor.serving.Outcomes`; ``, N invalid``
-  and ``, N failed`` follow ``blocked`` only when not zero;
+- the counts are :class:`~replay_actor.serving.Outcomes`; ``, N invalid``,
+  ``, N failed`` and ``, N ignored`` follow ``blocked``, in that order, only when not
+  zero (so a run with none of them prints the line it always printed);
 - then what answered: ``fixture sha256:…`` (the fixture-set hash, docs/fixture-format.md)
   for a replay manifest, ``fixture sha256:… (N recorded)`` for a record manifest (the
   fixture as it is after the run), ``live ADAPTER MODEL`` for a live one;
@@ -17,7 +18,7 @@ The line, on stderr, always one::
 - then the seal: ``sealed (namespace)``, ``sealed (proxy, best-effort)`` or ``not sealed``.
 
 The status: COMMAND's when it is not 0; else 4 when any call failed closed (anything but
-``served``), unless ``--allow-misses``; else 0.
+``served`` and ``ignored``), unless ``--allow-misses``; else 0.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ SEAL_WORDS: Final = {
 }
 
 #: Shown after ``blocked`` only when not zero.
-_SHOWN_WHEN_ANY: Final[tuple[Kind, ...]] = ("invalid", "failed")
+_SHOWN_WHEN_ANY: Final[tuple[Kind, ...]] = ("invalid", "failed", "ignored")
 
 
 def _source(snapshot: Mapping[str, Any] | None) -> str:

@@ -18,6 +18,7 @@ grammar is documented in docs/manifest.md.
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import re
@@ -37,6 +38,9 @@ __all__ = ["BACKENDS", "KINDS", "AdapterTable", "Manifest", "ManifestLike", "rea
 KINDS: Final = ("replay", "live", "record")
 BACKENDS: Final = ("local", "ray")
 _DATA: Final = ("normal", "private")
+#: ``[provider]`` keys of every kind that ``run`` reads besides ``log`` (a live
+#: manifest's other keys belong to its adapter table).
+_EVERY_KIND: Final = ("ignore", "clock")
 #: The ``[provider]`` keys of each kind (the live kind's belong to its adapter table).
 _KEYS: Final = {
     "replay": frozenset(
@@ -50,14 +54,27 @@ _KEYS: Final = {
             "timeout",
             "backend",
             "log",
+            *_EVERY_KIND,
         }
     ),
-    "record": frozenset({"kind", "fixture", "data", "ceilings", "live", "log"}),
-    "live": frozenset({"kind", "live", "log"}),
+    "record": frozenset({"kind", "fixture", "data", "ceilings", "live", "log", *_EVERY_KIND}),
+    "live": frozenset({"kind", "live", "log", *_EVERY_KIND}),
 }
 #: The ``[provider]`` keys that hold paths relative to the manifest's folder.
 _PATH_KEYS: Final = ("fixture", "inspection", "log")
 _TOML_LINE: Final = re.compile(r"at line (\d+), column (\d+)")
+#: An ``ignore`` entry: a host name (``*.`` before it: the domain and every name below
+#: it), an IPv4 or a bracketed IPv6 address, optionally ``:port``.
+_IGNORED_HOST: Final = re.compile(
+    r"(?:(?:\*\.)?[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]*[a-z0-9_])?)*"
+    r"|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?\Z"
+)
+#: RFC 3339's date-time (section 5.6): a full date, a full time, a zone.
+_RFC3339: Final = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})\Z"
+)
+_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 class AdapterTable(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,6 +129,14 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     #: The live adapter's table (live, record). Like ``ceilings``, it may be given as
     #: the table's mapping (how ``read_manifest`` hands it over): checked, then made one.
     live: AdapterTable | None = None
+    #: Hosts whose requests ``run`` and ``serve`` refuse at once and count as
+    #: ``ignored``, not as failures (any kind; docs/front-door.md, "Incidental
+    #: traffic"): lower-case, as given.
+    ignore: tuple[str, ...] = ()
+    #: The instant COMMAND's wall clock starts at under ``run`` (any kind; RFC 3339,
+    #: settled to UTC: ``"2026-01-01T00:00:00Z"``; docs/front-door.md, "The clock").
+    #: A ``datetime`` with a zone is taken too.
+    clock: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -135,7 +160,7 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if name in ("live", "ceilings") or _is_default(value, default):
                 continue
-            table[name] = value
+            table[name] = list(value) if name == "ignore" else value
         if self.ceilings != DEFAULT_CEILINGS:
             table["ceilings"] = {
                 name: value
@@ -241,9 +266,11 @@ def read_manifest(manifest: ManifestLike) -> Manifest:
     kind = table.choice("kind", KINDS)
     log = table.file("log", base, required=False)
     if kind == "live":
-        # Every key but kind and log belongs to the adapter table.
-        live = {k: v for k, v in table.values.items() if k not in ("kind", "log")}
-        return Manifest(kind="live", log=log, live=live)  # type: ignore[arg-type]
+        # Every key but kind, log, ignore and clock belongs to the adapter table.
+        own = ("kind", "log", *_EVERY_KIND)
+        live = {k: v for k, v in table.values.items() if k not in own}
+        rest = {k: table.values[k] for k in _EVERY_KIND if k in table.values}
+        return Manifest(kind="live", log=log, live=live, **rest)  # type: ignore[arg-type]
     table.check_keys(_KEYS[kind], f'kind = "{kind}"')
     fields = dict(table.values)
     for name in _PATH_KEYS:
@@ -302,6 +329,8 @@ def _check(manifest: Manifest) -> None:
     kind = table.choice("kind", KINDS)
     settled: dict[str, Any] = {"log": table.file("log", here, required=False)}
     table.check_keys(_KEYS[kind], f'kind = "{kind}"')
+    settled["ignore"] = _ignore(table)
+    settled["clock"] = _clock(table)
     if kind == "live":
         settled["live"] = _adapter_table(table.values.get("live", {}), "provider")
     elif kind == "record":
@@ -346,6 +375,57 @@ def _replay(table: _Table, here: str) -> dict[str, Any]:
         "ceilings": ceilings,
         "timeout": float(timeout),
     }
+
+
+def _ignore(table: _Table) -> tuple[str, ...]:
+    """``provider.ignore``: host names, lower-case (docs/manifest.md)."""
+    given = table.values.get("ignore", ())
+    key = table.key("ignore")
+    if not isinstance(given, list | tuple):
+        raise ManifestError(
+            f"{key} must be a list of host names, not {toml_type_name(given)}", key=key
+        )
+    hosts = []
+    for index, entry in enumerate(given):
+        if type(entry) is not str:
+            raise ManifestError(
+                f"{key}[{index}] must be a string, not {toml_type_name(entry)}", key=key
+            )
+        host = entry.strip().lower().removesuffix(".")
+        if not _IGNORED_HOST.match(host):
+            raise ManifestError(
+                f'{key}[{index}] must be a host name ("r.promptfoo.app", '
+                '"*.huggingface.co", "host:8080"), not a URL or a pattern of another form',
+                key=key,
+            )
+        hosts.append(host)
+    return tuple(hosts)
+
+
+def _clock(table: _Table) -> str | None:
+    """``provider.clock``: an RFC 3339 instant, settled to UTC (docs/manifest.md)."""
+    given = table.values.get("clock")
+    if given is None:
+        return None
+    key = table.key("clock")
+    instant: datetime.datetime | None = None
+    if type(given) is str and _RFC3339.match(given):
+        # fromisoformat (3.11) takes RFC 3339 once the zone is spelled +00:00 and the
+        # fraction has at most microseconds.
+        text = re.sub(r"(\.[0-9]{6})[0-9]+", r"\1", given.upper().replace("Z", "+00:00"))
+        try:
+            instant = datetime.datetime.fromisoformat(text)
+        except ValueError:
+            instant = None  # a month 13, a 25th hour: named below
+    elif type(given) is datetime.datetime and given.tzinfo is not None:
+        instant = given  # a TOML offset date-time, unquoted
+    if instant is None or instant < _EPOCH:
+        raise ManifestError(
+            f"{key} must be an RFC 3339 date-time with a zone, from 1970 on "
+            '("2026-01-01T00:00:00Z", "2026-01-01T09:00:00+09:00")',
+            key=key,
+        )
+    return instant.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _ceilings(table: _Table) -> Ceilings:

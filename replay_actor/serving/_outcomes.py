@@ -14,11 +14,15 @@ kind           the answer
 ``invalid``    the request could not be asked: a body that is not a request, a bad or
                repeated ``x-replay-scope``, a path no vendor serves, no token, too large
 ``blocked``    a request meant for another host, refused (the sealed run's proxy)
+``ignored``    a request meant for a host the manifest ignores (``provider.ignore``),
+               refused at once: incidental traffic (telemetry, update checks), which
+               does not fail the run
 ``failed``     anything else: the provider lost or released, a live endpoint's failure,
                a response the vendor's shape cannot express
 =============  =========================================================================
 
-Every kind but ``served`` is a call that failed closed: ``run`` exits 4 if any happened.
+Every kind but ``served`` and ``ignored`` is a call that failed closed: ``run`` exits 4
+if any happened.
 """
 
 from __future__ import annotations
@@ -28,8 +32,18 @@ from typing import Final, Literal
 
 __all__ = ["KINDS", "Kind", "Outcomes"]
 
-Kind = Literal["served", "missed", "exhausted", "invalid", "blocked", "failed"]
-KINDS: Final[tuple[Kind, ...]] = ("served", "missed", "exhausted", "invalid", "blocked", "failed")
+Kind = Literal["served", "missed", "exhausted", "invalid", "blocked", "failed", "ignored"]
+KINDS: Final[tuple[Kind, ...]] = (
+    "served",
+    "missed",
+    "exhausted",
+    "invalid",
+    "blocked",
+    "failed",
+    "ignored",
+)
+#: The kinds that are not a call failing closed.
+_NOT_FAILED: Final = frozenset({"served", "ignored"})
 
 
 class Outcomes:
@@ -50,9 +64,9 @@ class Outcomes:
 
     @property
     def failed_closed(self) -> int:
-        """How many calls got no answer from the provider (every kind but ``served``)."""
+        """How many calls failed closed (every kind but ``served`` and ``ignored``)."""
         with self._lock:
-            return sum(n for kind, n in self._counts.items() if kind != "served")
+            return sum(n for kind, n in self._counts.items() if kind not in _NOT_FAILED)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{kind}={n}" for kind, n in self._counts.items())

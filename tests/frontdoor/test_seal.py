@@ -10,7 +10,6 @@ door's proxy refusal, never a resolver."""
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
 import json
 import os
 import shutil
@@ -25,8 +24,6 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 
 from replay_actor.adapters._secrets import holds_key_piece
 from replay_actor.frontdoor.environment import (
@@ -50,7 +47,13 @@ from tests.support.frontdoor_util import (
     summary,
     write_fixture,
 )
-from tests.support.paths import ROOT
+from tests.support.unprivileged import (
+    NOBODY,
+    as_nobody,
+    readable_by_all,
+    readable_copy,
+    system_python,
+)
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]
 
@@ -584,66 +587,6 @@ UNPRIVILEGED_PROBE = textwrap.dedent(
     print(json.dumps(out))
     """
 )
-NOBODY = 65534
-
-
-def _system_python() -> str | None:
-    """This interpreter's version as installed for every user (the suite's own may live
-    in a folder only its owner can read)."""
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for folder in ("/usr/bin", "/usr/local/bin"):
-        path = os.path.join(folder, version)
-        if os.access(path, os.X_OK):
-            return path
-    return None
-
-
-def _distributions(*roots: str) -> list[importlib.metadata.Distribution]:
-    """The installed distributions ``roots`` (``name`` or ``name[extra]``) need, theirs
-    included, as their metadata says."""
-    found: dict[str, importlib.metadata.Distribution] = {}
-    seen: set[tuple[str, frozenset[str]]] = set()
-    todo = [Requirement(root) for root in roots]
-    while todo:
-        wanted = todo.pop()
-        name = canonicalize_name(wanted.name)
-        if (name, frozenset(wanted.extras)) in seen:
-            continue
-        seen.add((name, frozenset(wanted.extras)))
-        dist = found.setdefault(name, importlib.metadata.distribution(wanted.name))
-        for line in dist.requires or []:
-            needed = Requirement(line)
-            if needed.marker is None or any(
-                needed.marker.evaluate({"extra": extra}) for extra in ("", *wanted.extras)
-            ):
-                todo.append(needed)
-    return list(found.values())
-
-
-def _readable_copy(folder: Path) -> Path:
-    """``folder/lib``: this checkout's package and a copy of every installed file that
-    ``replay-actor run`` (with its ``serve`` extra) and the probe (openai) import, for a
-    user who may not enter the checkout, which may live in a private folder."""
-    lib = folder / "lib"
-    here = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(ROOT / "replay_actor", lib / "replay_actor", ignore=here)
-    for dist in _distributions("replay-actor[serve]", "openai"):
-        if canonicalize_name(dist.metadata["Name"]) == "replay-actor":
-            continue  # the checkout's own package, copied above
-        for file in dist.files or []:
-            if ".." in file.parts or "__pycache__" in file.parts:
-                continue  # scripts in bin/, compiled bytecode
-            target = lib / file
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(Path(str(dist.locate_file(file))), target)
-    return lib
-
-
-def _readable_by_all(folder: Path) -> None:
-    """Whatever the umask: every folder under ``folder`` open to all, every file readable."""
-    for path in [folder, *folder.rglob("*")]:
-        mode = path.stat().st_mode
-        path.chmod(0o755 if path.is_dir() else mode | 0o444)
 
 
 def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
@@ -651,7 +594,7 @@ def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
 ) -> None:
     if os.geteuid() != 0:
         pytest.skip("the suite already runs unprivileged: every sealed test above is this one")
-    setpriv, python = shutil.which("setpriv"), _system_python()
+    setpriv, python = shutil.which("setpriv"), system_python()
     if setpriv is None or python is None:
         pytest.skip("needs setpriv and a system-wide python of this version to drop to nobody")
     # nobody runs from a world-readable copy: the checkout (and the virtual environment
@@ -659,27 +602,13 @@ def test_an_unprivileged_user_is_sealed_in_a_user_and_network_namespace(
     # mkdtemp folder does.
     folder = Path(tempfile.mkdtemp(prefix="replay-actor-nobody-"))
     try:
-        lib = _readable_copy(folder)
+        lib = readable_copy(folder)
         fixture = write_fixture(folder / "fixture.jsonl", {neutral_hash(HI): {"content": "hello"}})
         manifest = replay_manifest(folder, fixture, inspection=False)
-        _readable_by_all(folder)
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(folder),
-            "PYTHONPATH": str(lib),
-            "PYTHONDONTWRITEBYTECODE": "1",
-        }
-        nobody = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+        readable_by_all(folder)
         run = [python, "-m", "replay_actor", "run", str(manifest), "--"]
-        done = subprocess.run(
-            [*nobody, *run, python, "-c", UNPRIVILEGED_PROBE, port_of(host_listener)],
-            check=False,
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=folder,
-            timeout=120,
-        )
+        probe = [python, "-c", UNPRIVILEGED_PROBE, port_of(host_listener)]
+        done = as_nobody(folder, lib, [*run, *probe])
     finally:
         shutil.rmtree(folder)
     assert done.returncode == 0, done.stderr

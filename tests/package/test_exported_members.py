@@ -6,6 +6,7 @@ import replay_actor
 
 EXPECTED = {
     "ActorLost",
+    "ClockUnavailable",
     "Adapter",
     "AdapterTable",
     "AsyncProviderTransport",
@@ -71,6 +72,7 @@ def test_every_exported_name_resolves_and_is_public() -> None:
 def test_exception_tree() -> None:
     from replay_actor import (
         ActorLost,
+        ClockUnavailable,
         FixtureError,
         InspectionPathError,
         InvalidArgument,
@@ -101,6 +103,7 @@ def test_exception_tree() -> None:
         TooManyActors,
         InspectionPathError,
         RecordingError,
+        ClockUnavailable,
     ):
         assert issubclass(exc, ReplayError)
     assert issubclass(RecordingLocked, RecordingError)
