@@ -19,6 +19,7 @@ EXPECTED = {
     "LiveProviderError",
     "Manifest",
     "ManifestError",
+    "McpRequest",
     "Message",
     "OwnerNotAlive",
     "Provider",
