@@ -12,7 +12,8 @@ The line, on stderr, always one::
 - then what answered: ``fixture sha256:…`` (the fixture-set hash, docs/fixture-format.md)
   for a replay manifest, ``fixture sha256:… (N recorded)`` for a record manifest (the
   fixture as it is after the run), ``live ADAPTER MODEL`` for a live one;
-- then the seal: ``sealed (namespace)``, ``sealed (proxy, best-effort)`` or ``not sealed``.
+- then the seal: ``sealed (namespace)``, ``sealed (proxy, best-effort)`` or ``not sealed``
+  (``replay-actor mcp``, which seals nothing, leaves it out).
 
 The status: COMMAND's when it is not 0; else 4 when any call failed closed (anything but
 ``served``), unless ``--allow-misses``; else 0.
@@ -52,8 +53,9 @@ def _source(snapshot: Mapping[str, Any] | None) -> str:
     return source
 
 
-def summary_line(outcomes: Outcomes, snapshot: Mapping[str, Any] | None, seal: str) -> str:
-    """The summary line (no newline); ``snapshot`` is the provider's, None if lost."""
+def summary_line(outcomes: Outcomes, snapshot: Mapping[str, Any] | None, seal: str | None) -> str:
+    """The summary line (no newline); ``snapshot`` is the provider's, None if lost;
+    ``seal`` None says nothing of a seal."""
     counts = (
         f"{outcomes['served']} served, {outcomes['missed']} missed, "
         f"{outcomes['exhausted']} exhausted, {outcomes['blocked']} blocked"
@@ -61,7 +63,8 @@ def summary_line(outcomes: Outcomes, snapshot: Mapping[str, Any] | None, seal: s
     for kind in _SHOWN_WHEN_ANY:
         if outcomes[kind]:
             counts += f", {outcomes[kind]} {kind}"
-    return f"replay-actor: {counts}; {_source(snapshot)}; {SEAL_WORDS[seal]}"
+    sealed = "" if seal is None else f"; {SEAL_WORDS[seal]}"
+    return f"replay-actor: {counts}; {_source(snapshot)}{sealed}"
 
 
 def exit_status(command_status: int, outcomes: Outcomes, *, allow_misses: bool) -> int:
