@@ -28,6 +28,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
     serving/         the HTTP exchange: routes, answers, outcomes, batches
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
+    mcp/             ``replay-actor mcp``: a stand-in for a stdio MCP server
     attribution/     the run log and ``compare``
     manifest/        ``Manifest``, ``read_manifest``, ``open_provider``
     cli/             the ``replay-actor`` command

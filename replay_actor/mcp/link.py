@@ -97,6 +97,8 @@ class ServerLink:
         self._ids = itertools.count(1)
         self._lock = anyio.Lock()
         self._initialize: dict[str, Any] | None = None
+        #: Set when the client's own initialize, on its way to the server, is answered.
+        self._initializing: anyio.Event | None = None
         self._initialized = False
         self._initialized_sent = False
         #: Why the server can no longer answer (None while it can).
@@ -183,12 +185,24 @@ class ServerLink:
     ) -> dict[str, Any]:
         """Ask the server; its answer as the fixture keeps it (``{"result"}`` or
         ``{"error"}``). Raises ``LiveProviderError`` when the server cannot answer."""
-        if method != "initialize" and self._initialize is not None and not self._initialized:
+        if method == "initialize":
+            return stored_answer(await self._initialize_as_asked(params, request_id))
+        if self._initialize is not None and not self._initialized:
             await self._handshake()
-        answer = await self._exchange(method, params, request_id)
-        if method == "initialize" and isinstance(answer, JSONRPCResponse):
-            self._initialized = True
-        return stored_answer(answer)
+        return stored_answer(await self._exchange(method, params, request_id))
+
+    async def _initialize_as_asked(
+        self, params: Mapping[str, Any] | None, request_id: RequestId | None
+    ) -> JSONRPCResponse | JSONRPCError:
+        """The client's own initialize, which the server then owes no other."""
+        self._initializing = event = anyio.Event()
+        try:
+            answer = await self._exchange("initialize", params, request_id)
+            if isinstance(answer, JSONRPCResponse):
+                self._initialized = True
+            return answer
+        finally:
+            event.set()
 
     def call_blocking(
         self, method: str, params: Mapping[str, Any] | None, request_id: RequestId | None = None
@@ -215,6 +229,8 @@ class ServerLink:
 
     async def _handshake(self) -> None:
         async with self._lock:
+            if self._initializing is not None:  # the client's own is on its way
+                await self._initializing.wait()
             if self._initialized:
                 return
             answer = await self._exchange("initialize", self._initialize, None)

@@ -90,12 +90,15 @@ class Relay:
 
     async def serve(self, messages: AsyncGenerator[JSONRPCMessage | BadLine]) -> None:
         """Answer ``messages`` until the client closes its end; then wait for the answers
-        still owed (a signal to the process ends them sooner)."""
+        still owed (a signal to the process ends them sooner). A client that closed its
+        input (our stdout) reads no answer: then nothing more is waited for."""
         async with anyio.create_task_group() as group, contextlib.aclosing(messages):
             async for item in messages:
                 if self._out.gone:
                     break
                 group.start_soon(self._take, item)
+            if self._out.gone:
+                group.cancel_scope.cancel()
 
     async def _take(self, item: JSONRPCMessage | BadLine) -> None:
         if isinstance(item, BadLine):
