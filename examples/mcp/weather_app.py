@@ -1,6 +1,6 @@
 """An application that uses an MCP server through ``replay-actor mcp`` (docs/mcp.md).
 
-    python examples/mcp/agent.py examples/mcp/replay.toml [CITY]
+    python examples/mcp/weather_app.py examples/mcp/replay.toml [CITY]
 
 Its MCP configuration names ``replay-actor mcp MANIFEST -- python weather_server.py``
 where it named the server; nothing else changes. It prints what the server answered.
@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import TextContent, TextResourceContents
 
 HERE = Path(__file__).parent
 
@@ -29,10 +30,12 @@ async def main(manifest: str, city: str) -> None:
         print("tools:", [tool.name for tool in tools.tools])
         answer = await session.call_tool("forecast", {"city": city})
         print("forecast:", answer.structured_content["result"])
-        note = await session.read_resource("notes://packing")
-        print("packing:", note.contents[0].text)
-        prompt = await session.get_prompt("plan", {"city": city})
-        print("prompt:", prompt.messages[0].content.text)
+        note = (await session.read_resource("notes://packing")).contents[0]
+        assert isinstance(note, TextResourceContents)
+        print("packing:", note.text)
+        prompt = (await session.get_prompt("plan", {"city": city})).messages[0].content
+        assert isinstance(prompt, TextContent)
+        print("prompt:", prompt.text)
 
 
 if __name__ == "__main__":
