@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 # make test installs every integration's extra: CI must run those tests, not skip them.
-EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals,clock
+EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals,clock,mcp
 BSTAMP := $(VENV)/.installed-bench
 # CrewAI's latest release needs openai<3, so it gets an environment of its own, inside
 # .venv (tests/attribution/test_frameworks.py runs it under replay-actor run).

@@ -12,7 +12,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
 
     _version.py      the version             _errors.py       the exception tree
     _request.py      the neutral request     _response.py     the neutral response
-    _kinds.py        request kinds beyond chat (embedding, completion)
+    _kinds.py        request kinds beyond chat (embedding, completion, mcp)
     _canonical.py    RFC 8785 JSON           _memo.py         results by a value's image
     _interface.py    ``Provider``            _strict_json.py  strict JSON text
     _replay.py       acquire, Supervisor
@@ -28,6 +28,7 @@ The package (docs/architecture.md, "Map of the package", says more)::
     serving/         the HTTP exchange: routes, answers, outcomes, batches
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
+    mcp/             ``replay-actor mcp``: a stand-in for a stdio MCP server
     attribution/     the run log and ``compare``
     manifest/        ``Manifest``, ``read_manifest``, ``open_provider``
     cli/             the ``replay-actor`` command
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
         TooManyActors,
     )
     from ._interface import Provider
-    from ._kinds import CompletionRequest, EmbeddingRequest
+    from ._kinds import CompletionRequest, EmbeddingRequest, McpRequest
     from ._replay import Supervisor, acquire
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
@@ -108,6 +109,7 @@ _FIXED: Final[dict[str, str]] = {
     "Provider": "_interface",
     "CompletionRequest": "_kinds",
     "EmbeddingRequest": "_kinds",
+    "McpRequest": "_kinds",
     "Message": "_request",
     "Request": "_request",
     "Tool": "_request",
@@ -146,6 +148,7 @@ __all__ = [
     "LiveProviderError",
     "Manifest",
     "ManifestError",
+    "McpRequest",
     "Message",
     "OwnerNotAlive",
     "Provider",

@@ -10,11 +10,16 @@ hashed bytes, so no request of one kind can hash like a request of another::
     completion      CompletionRequest    prompt, params, scope + kind        content
     embedding       EmbeddingRequest     texts, model, dimensions, params,   embeddings
                                          scope + kind
+    mcp             McpRequest           method, params, server, scope       result | error
+                                         + kind
 
 An embedding's ``model`` is hashed (a vector means something only for the model that made
-it); a completion model stays provider configuration, as a chat model does. This module
-owns the two structs of their own and their canonical bytes; ``_request.py`` dispatches
-to it on the ``kind`` of the request it is given.
+it); a completion model stays provider configuration, as a chat model does. An MCP
+request is one JSON-RPC request to an MCP server (docs/mcp.md): its ``method`` and what
+of its ``params`` changes the answer, never its ``id``. This module owns the structs of
+the kinds with their own fields (``OTHER_REQUESTS``) and their canonical bytes;
+``_request.py`` dispatches to it on the ``kind`` of the request it is given, so a new kind
+is written here alone.
 """
 
 from __future__ import annotations
@@ -32,10 +37,15 @@ __all__ = [
     "COMPLETION",
     "COUNT_TOKENS",
     "EMBEDDING",
+    "MCP",
+    "OTHER_REQUESTS",
     "CompletionRequest",
     "EmbeddingRequest",
+    "McpRequest",
+    "OtherRequest",
     "kind_of",
     "other_kind_canonical",
+    "other_kind_request",
 ]
 
 #: The ``kind`` of a token-counting request: the chat request, not answered but counted.
@@ -44,6 +54,8 @@ COUNT_TOKENS: Final = "count_tokens"
 COMPLETION: Final = "completion"
 #: The ``kind`` of an embedding request (texts in, one vector per text out).
 EMBEDDING: Final = "embedding"
+#: The ``kind`` of one request to an MCP server (JSON-RPC ``method`` and ``params``).
+MCP: Final = "mcp"
 #: The kinds a ``Request`` (messages) may carry: chat is the absent kind.
 CHAT_KINDS: Final = (COUNT_TOKENS,)
 
@@ -74,9 +86,29 @@ class CompletionRequest(msgspec.Struct, forbid_unknown_fields=True, omit_default
     kind: Literal["completion"] = "completion"
 
 
+class McpRequest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """One request to an MCP server: the JSON-RPC ``method`` and the part of its
+    ``params`` that changes the answer (``replay-actor mcp`` leaves out ``_meta`` but for
+    the protocol version, and ``initialize``'s ``clientInfo`` and ``capabilities``:
+    docs/mcp.md, "What is hashed"). ``server`` tells apart servers that share a fixture
+    (``replay-actor mcp --name``). The answer is ``{"result": ...}`` or ``{"error": ...}``,
+    the server's JSON-RPC answer without its ``id``."""
+
+    method: Annotated[str, msgspec.Meta(min_length=1)]
+    params: dict[str, Any] = {}
+    server: str | None = None
+    scope: dict[str, Any] | None = None
+    kind: Literal["mcp"] = "mcp"
+
+
+#: A request of a kind with fields of its own (not a ``Request``'s messages).
+OtherRequest = EmbeddingRequest | CompletionRequest | McpRequest
+#: Their structs, for ``isinstance`` and for the fields a request sidecar may hold.
+OTHER_REQUESTS: Final = (EmbeddingRequest, CompletionRequest, McpRequest)
 _OTHER: Final[dict[str, type[msgspec.Struct]]] = {
     EMBEDDING: EmbeddingRequest,
     COMPLETION: CompletionRequest,
+    MCP: McpRequest,
 }
 
 
@@ -93,7 +125,7 @@ def other_kind_canonical(source: Mapping[str, Any] | msgspec.Struct) -> bytes | 
     Raises ``RequestError`` naming what is wrong (a JSON path), as chat requests do.
     """
     kind: str | None
-    if isinstance(source, EmbeddingRequest | CompletionRequest):
+    if isinstance(source, OTHER_REQUESTS):
         kind = source.kind
         source = {name: getattr(source, name) for name in source.__struct_fields__}
     elif isinstance(source, Mapping):
@@ -115,3 +147,16 @@ def other_kind_canonical(source: Mapping[str, Any] | msgspec.Struct) -> bytes | 
         return canonical_json(plain)
     # Raised outside the except block: no chained parser exception to carry along.
     raise RequestError(f"invalid request: {message}")
+
+
+def other_kind_request(canonical: bytes) -> OtherRequest | None:
+    """The struct of a request of another kind from its canonical bytes (None: a
+    ``Request``'s, which ``_request.py`` builds)."""
+    if canonical[:8] != b'{"kind":':
+        return None
+    plain = msgspec.json.decode(canonical)
+    into = _OTHER.get(plain.get("kind"))
+    if into is None:
+        return None
+    made: OtherRequest = msgspec.convert(plain, into)  # type: ignore[assignment]
+    return made

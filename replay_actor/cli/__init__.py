@@ -20,6 +20,7 @@ The package, one module per command group:
 - ``starting``: init (a replay manifest and an empty fixture);
 - ``authoring``: stub, explain, add, remove, coverage (``authoring/`` does the work);
 - ``serving``: serve, run (``frontdoor/`` does the work);
+- ``mcp``: mcp, a stand-in for a stdio MCP server (``mcp/`` does the work);
 - ``comparing``: compare (``attribution/`` does the work);
 - ``_shared``: the table's records, the arguments several commands share, reading inputs,
   writing outputs, exit codes.
@@ -141,6 +142,11 @@ COMMANDS: Final = (
         "run",
         "run COMMAND with every vendor SDK pointed at a front door",
         "replay_actor.cli.serving:RUN",
+    ),
+    LazyCommand(
+        "mcp",
+        "stand in for a stdio MCP server: its answers replayed, recorded or passed through",
+        "replay_actor.cli.mcp:MCP",
     ),
 )
 

@@ -14,7 +14,7 @@ import contextlib
 import errno
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from ._shared import EXIT_USAGE, PROG, CLIError, Command, arg
@@ -62,18 +62,24 @@ _ADDRESS: Final = (
 
 
 @contextlib.contextmanager
-def _named_errors(path: str, host: str, port: int) -> Iterator[Manifest]:
+def _named_errors(
+    path: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    read: Callable[[str], Manifest] | None = None,
+) -> Iterator[Manifest]:
     """Read the manifest (the one reading of its file: everything after takes the
-    ``Manifest`` yielded) and turn what starting the front door can raise into one line
-    that names the thing: the manifest's resolved path, the fixture's resolved path (and
-    where relative paths resolve), the address in use."""
+    ``Manifest`` yielded; ``read`` reads it, ``read_manifest`` by default) and turn what
+    starting the front door (or ``mcp``) can raise into one line that names the thing:
+    the manifest's resolved path, the fixture's resolved path (and where relative paths
+    resolve), the address in use."""
     from .._errors import FixtureError, ManifestError
     from ..manifest import read_manifest
 
     where = os.path.abspath(path)
     manifest: Manifest | None = None
     try:
-        manifest = read_manifest(path)
+        manifest = (read_manifest if read is None else read)(path)
         yield manifest
     except ManifestError as exc:
         raise CLIError(f"{where}: {exc}") from None

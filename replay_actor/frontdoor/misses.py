@@ -33,10 +33,20 @@ from .._errors import ReplayError, ReplayMiss, RequestError, SequenceExhausted
 if TYPE_CHECKING:
     from ..manifest import Manifest
 
-__all__ = ["ANSWER_PLACEHOLDER", "MissReporter", "reporter_for"]
+__all__ = ["ANSWER_ARGS", "ANSWER_PLACEHOLDER", "MissReporter", "reporter_for"]
 
 #: What the printed ``add`` command says where the author's answer goes.
 ANSWER_PLACEHOLDER: Final = "THE ANSWER"
+#: The ``add`` arguments that give a missed request of a kind its answer, and a line saying
+#: what the answer holds; a kind not named here answers text (``--content``).
+ANSWER_ARGS: Final[dict[str, tuple[str, str]]] = {
+    "mcp": (
+        "--response ANSWER.json",
+        'ANSWER.json: the MCP server\'s answer, {"result": {...}} or {"error": {...}} '
+        "(docs/mcp.md)",
+    ),
+}
+_CONTENT: Final = (f"--content {shlex.quote(ANSWER_PLACEHOLDER)}", "")
 #: How many differing paths a miss line names (``explain`` names them all).
 _PATHS_SHOWN: Final = 6
 _PREFIX: Final = "replay-actor: "
@@ -53,6 +63,11 @@ def _shown_path(path: str) -> str:
         relative = absolute
     chosen = absolute if relative.startswith(os.pardir) else relative
     return shlex.quote(chosen)
+
+
+def _request_kind(request: dict[str, Any]) -> str:
+    kind = request.get("kind")
+    return kind if isinstance(kind, str) else "chat"
 
 
 class MissReporter:
@@ -99,15 +114,34 @@ class MissReporter:
             if self.private:
                 lines = self._private_lines(kind)
             else:
-                lines = self._lines(kind, digest, canonical, exc)
+                lines = self._lines(kind, digest, canonical, exc, _request_kind(request))
             self._write(lines)
 
     def _lines(
-        self, kind: str, digest: str, canonical: bytes, exc: ReplayMiss | SequenceExhausted
+        self,
+        kind: str,
+        digest: str,
+        canonical: bytes,
+        exc: ReplayMiss | SequenceExhausted,
+        request_kind: str,
     ) -> list[str]:
+        headline, *advice = self._explained(
+            kind, digest, exc, request_kind, saved=self._save(digest, canonical)
+        )
+        return [f"{_PREFIX}{kind}: {headline}", *(f"{_INDENT}{line}" for line in advice)]
+
+    def _explained(
+        self,
+        kind: str,
+        digest: str,
+        exc: ReplayMiss | SequenceExhausted,
+        request_kind: str,
+        saved: str | None = None,
+    ) -> list[str]:
+        """The headline, the nearest recorded request when the handle named it, what was
+        ``saved``, and the commands that explain and fix it (normal data)."""
         fixture = _shown_path(self.fixture)
-        headline = str(exc).partition("\n")[0]
-        lines = [f"{_PREFIX}{kind}: {headline}"]
+        lines = [str(exc).partition("\n")[0]]
         # The handle's explanation: the fixture's nearest entry (authoring/explain.py).
         nearest: Mapping[str, Any] | None = getattr(exc, "nearest", None)
         if nearest is not None:
@@ -115,25 +149,35 @@ class MissReporter:
             more = len(paths) - _PATHS_SHOWN
             named = ", ".join(paths[:_PATHS_SHOWN]) + (f" and {more} more" if more > 0 else "")
             lines.append(
-                f"{_INDENT}nearest recorded request {nearest['request_hash']} differs at: "
+                f"nearest recorded request {nearest['request_hash']} differs at: "
                 f"{named or 'nothing (the same request)'}"
             )
-        saved = self._save(digest, canonical)
         if saved is not None:
-            lines.append(f"{_INDENT}{saved}")
+            lines.append(saved)
+        answer, note = ANSWER_ARGS.get(request_kind, _CONTENT)
         if kind == "miss":
-            lines.append(f"{_INDENT}why: replay-actor explain {fixture} {digest}")
-            lines.append(
-                f"{_INDENT}fix:  replay-actor add {fixture} {digest} "
-                f"--content {shlex.quote(ANSWER_PLACEHOLDER)}"
-            )
+            lines.append(f"why: replay-actor explain {fixture} {digest}")
+            lines.append(f"fix:  replay-actor add {fixture} {digest} {answer}")
         else:
-            lines.append(f"{_INDENT}every response of its sequence was served; one more with:")
-            lines.append(
-                f"{_INDENT}fix:  replay-actor add {fixture} {digest} --next "
-                f"--content {shlex.quote(ANSWER_PLACEHOLDER)}"
-            )
+            lines.append("every response of its sequence was served; one more with:")
+            lines.append(f"fix:  replay-actor add {fixture} {digest} --next {answer}")
+        if note:
+            lines.append(note)
         return lines
+
+    def advice(self, request: dict[str, Any], exc: ReplayMiss | SequenceExhausted) -> str:
+        """What a miss or an exhausted sequence says to the caller that made it (a
+        JSON-RPC error's message, say): the headline and the lines that explain and fix
+        it, as the reporter prints them; in private mode no hash, only where it is kept.
+        Saves nothing and prints nothing."""
+        kind = "miss" if isinstance(exc, ReplayMiss) else "exhausted"
+        if self.private:
+            headline, *rest = self._private_lines(kind)
+            headline = headline.removeprefix(f"{_PREFIX}{kind}: ")
+            return "\n".join([headline, *(line.strip() for line in rest)])
+        from .._request import request_hash
+
+        return "\n".join(self._explained(kind, request_hash(request), exc, _request_kind(request)))
 
     def _save(self, digest: str, canonical: bytes) -> str | None:
         """Add the request to the sidecar; what to say about it (None: nothing new)."""

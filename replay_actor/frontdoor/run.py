@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SEALS",
+    "exec_failure",
     "run_command",
     "secret_names",
 ]
@@ -105,18 +106,21 @@ def _status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _exec_failure(command: Sequence[str], env: Mapping[str, str], exc: OSError) -> int:
-    """The shell's status and message for a COMMAND that could not be executed."""
+def exec_failure(
+    command: Sequence[str], env: Mapping[str, str], exc: OSError, prog: str = "replay-actor run"
+) -> int:
+    """The shell's status and message (on stderr, after ``prog``) for a command that could
+    not be executed."""
     name = command[0]
     if isinstance(exc, FileNotFoundError | NotADirectoryError):
         if shutil.which(name, path=env.get("PATH", os.defpath)) is None:
-            print(f"replay-actor run: {name}: command not found", file=sys.stderr)
+            print(f"{prog}: {name}: command not found", file=sys.stderr)
             return 127
         # The file is there: its interpreter (#!) is not.
-        print(f"replay-actor run: {name}: bad interpreter", file=sys.stderr)
+        print(f"{prog}: {name}: bad interpreter", file=sys.stderr)
         return 126
     reason = exc.strerror or type(exc).__name__
-    print(f"replay-actor run: {name}: cannot execute: {reason}", file=sys.stderr)
+    print(f"{prog}: {name}: cannot execute: {reason}", file=sys.stderr)
     return 126
 
 
@@ -191,7 +195,7 @@ class _Launch:
         try:
             return _Child(await self._exec(env, death))
         except OSError as exc:
-            return _exec_failure(self._command, env, exc)
+            return exec_failure(self._command, env, exc)
 
     async def _spawn_in_namespace(
         self, death: Callable[[], None]
@@ -210,7 +214,7 @@ class _Launch:
             except OSError as exc:  # sealed, then exec failed: the socket came over
                 with contextlib.suppress(SealUnavailable):
                     namespace.listener().close()
-                return _exec_failure(self._command, env, exc)
+                return exec_failure(self._command, env, exc)
             try:
                 child = _Child(proc, namespace.listener())
             except SealUnavailable:  # pragma: no cover - the hook hands it over before exec

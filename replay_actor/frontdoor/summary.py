@@ -15,7 +15,8 @@ The line, on stderr, always one::
   fixture as it is after the run), ``live ADAPTER MODEL`` for a live one;
 - then, for a live or record manifest whose adapter retried calls (a 429, a 5xx, a
   timeout), ``N retries`` (``1 retry``): only when not zero, as ``invalid``;
-- then the seal: ``sealed (namespace)``, ``sealed (proxy, best-effort)`` or ``not sealed``.
+- then the seal: ``sealed (namespace)``, ``sealed (proxy, best-effort)`` or ``not sealed``
+  (``replay-actor mcp``, which seals nothing, leaves it out).
 
 The status: COMMAND's when it is not 0; else 4 when any call failed closed (anything but
 ``served`` and ``ignored``), unless ``--allow-misses``; else 0.
@@ -55,8 +56,9 @@ def _source(snapshot: Mapping[str, Any] | None) -> str:
     return source
 
 
-def summary_line(outcomes: Outcomes, snapshot: Mapping[str, Any] | None, seal: str) -> str:
-    """The summary line (no newline); ``snapshot`` is the provider's, None if lost."""
+def summary_line(outcomes: Outcomes, snapshot: Mapping[str, Any] | None, seal: str | None) -> str:
+    """The summary line (no newline); ``snapshot`` is the provider's, None if lost;
+    ``seal`` None says nothing of a seal."""
     counts = (
         f"{outcomes['served']} served, {outcomes['missed']} missed, "
         f"{outcomes['exhausted']} exhausted, {outcomes['blocked']} blocked"
@@ -65,7 +67,8 @@ def summary_line(outcomes: Outcomes, snapshot: Mapping[str, Any] | None, seal: s
         if outcomes[kind]:
             counts += f", {outcomes[kind]} {kind}"
     retries = _retries(snapshot)
-    return f"replay-actor: {counts}; {_source(snapshot)}{retries}; {SEAL_WORDS[seal]}"
+    sealed = "" if seal is None else f"; {SEAL_WORDS[seal]}"
+    return f"replay-actor: {counts}; {_source(snapshot)}{retries}{sealed}"
 
 
 def _retries(snapshot: Mapping[str, Any] | None) -> str:

@@ -57,8 +57,9 @@ def test_every_kind_hashes_apart_from_every_other() -> None:
         request_hash({"messages": [{"role": "user", "content": "hi"}], "kind": "count_tokens"}),
         request_hash({"kind": "completion", "prompt": "hi"}),
         request_hash({"kind": "embedding", "model": "m", "texts": ["hi"]}),
+        request_hash({"kind": "mcp", "method": "hi"}),
     }
-    assert len(hashes) == 4
+    assert len(hashes) == 5
 
 
 def test_an_embedding_hashes_its_model_and_dimensions() -> None:

@@ -20,6 +20,7 @@ EXPECTED = {
     "LiveProviderError",
     "Manifest",
     "ManifestError",
+    "McpRequest",
     "Message",
     "OwnerNotAlive",
     "Provider",

@@ -73,7 +73,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("serving", frozenset({"serving"})),
     ("public replay entry points", frozenset({"_replay"})),
     ("manifest", frozenset({"manifest"})),
-    ("integrations", frozenset({"integrations", "frontdoor", "pydantic_ai", "ray"})),
+    ("integrations", frozenset({"integrations", "frontdoor", "mcp", "pydantic_ai", "ray"})),
     ("command line", frozenset({"cli", "__main__"})),
     ("the public facade", frozenset({""})),  # replay_actor/__init__.py, names resolved lazily
 )
