@@ -10,11 +10,16 @@ hashed bytes, so no request of one kind can hash like a request of another::
     completion      CompletionRequest    prompt, params, scope + kind        content
     embedding       EmbeddingRequest     texts, model, dimensions, params,   embeddings
                                          scope + kind
+    http            HttpRequest          method, scheme, host, port, path,   status, headers,
+                                         query, named headers, body,         body
+                                         scope + kind
 
 An embedding's ``model`` is hashed (a vector means something only for the model that made
 it); a completion model stays provider configuration, as a chat model does. This module
 owns the two structs of their own and their canonical bytes; ``_request.py`` dispatches
-to it on the ``kind`` of the request it is given.
+to it on the ``kind`` of the request it is given. A tool's HTTP exchange (``http``) has
+its struct and its rules in ``_http_kind.py``; its canonical bytes are made here, as the
+others' are.
 """
 
 from __future__ import annotations
@@ -26,14 +31,18 @@ import msgspec
 
 from ._canonical import canonical_json
 from ._errors import RequestError
+from ._http_kind import HTTP, HttpRequest
 
 __all__ = [
     "CHAT_KINDS",
     "COMPLETION",
     "COUNT_TOKENS",
     "EMBEDDING",
+    "HTTP",
+    "OTHER_STRUCTS",
     "CompletionRequest",
     "EmbeddingRequest",
+    "HttpRequest",
     "kind_of",
     "other_kind_canonical",
 ]
@@ -77,7 +86,10 @@ class CompletionRequest(msgspec.Struct, forbid_unknown_fields=True, omit_default
 _OTHER: Final[dict[str, type[msgspec.Struct]]] = {
     EMBEDDING: EmbeddingRequest,
     COMPLETION: CompletionRequest,
+    HTTP: HttpRequest,
 }
+#: The structs of the kinds that are not chat-shaped.
+OTHER_STRUCTS: Final = (EmbeddingRequest, CompletionRequest, HttpRequest)
 
 
 def kind_of(source: Mapping[str, Any]) -> str | None:
@@ -87,13 +99,14 @@ def kind_of(source: Mapping[str, Any]) -> str | None:
 
 
 def other_kind_canonical(source: Mapping[str, Any] | msgspec.Struct) -> bytes | None:
-    """The canonical bytes of an embedding or completion request (``kind`` included), or
-    None when ``source`` is a chat-shaped request (``Request``'s path hashes it).
+    """The canonical bytes of an embedding, completion or http request (``kind``
+    included), or None when ``source`` is a chat-shaped request (``Request``'s path
+    hashes it).
 
     Raises ``RequestError`` naming what is wrong (a JSON path), as chat requests do.
     """
     kind: str | None
-    if isinstance(source, EmbeddingRequest | CompletionRequest):
+    if isinstance(source, OTHER_STRUCTS):
         kind = source.kind
         source = {name: getattr(source, name) for name in source.__struct_fields__}
     elif isinstance(source, Mapping):

@@ -35,7 +35,14 @@ from ._canonical import (
     needs_key_reorder,
 )
 from ._errors import RequestError
-from ._kinds import CompletionRequest, EmbeddingRequest, other_kind_canonical
+from ._kinds import (
+    OTHER_STRUCTS,
+    CompletionRequest,
+    EmbeddingRequest,
+    HttpRequest,
+    kind_of,
+    other_kind_canonical,
+)
 from ._memo import Memo
 from ._response import Reasoning
 
@@ -113,9 +120,9 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 #: A request of any kind (docs/request.md, "Request kinds").
-AnyRequest = Request | EmbeddingRequest | CompletionRequest
+AnyRequest = Request | EmbeddingRequest | CompletionRequest | HttpRequest
 #: What every provider's ``complete`` accepts.
-RequestLike = Request | EmbeddingRequest | CompletionRequest | Mapping[str, Any]
+RequestLike = Request | EmbeddingRequest | CompletionRequest | HttpRequest | Mapping[str, Any]
 
 _STRUCTS: Final = (Request, Message, Tool, ToolCall, Reasoning)
 
@@ -138,7 +145,7 @@ def _source(request: RequestLike) -> Mapping[str, Any]:
         return request
     if isinstance(request, Request):
         return _unstruct(request)  # type: ignore[no-any-return]
-    if isinstance(request, EmbeddingRequest | CompletionRequest):
+    if isinstance(request, OTHER_STRUCTS):
         return {name: getattr(request, name) for name in request.__struct_fields__}
     if isinstance(request, Mapping):
         return request
@@ -338,26 +345,33 @@ def _canonical_parts(
     prefix = _HASHED_KINDS.get(kind) if type(kind) is str else None
     if prefix is None:
         raise RequestError(
-            "invalid request: $.kind must be 'count_tokens', 'embedding' or 'completion' "
-            "(absent for chat)"
+            "invalid request: $.kind must be 'count_tokens', 'embedding', 'completion' or "
+            "'http' (absent for chat)"
         )
     return prefix + encode_prepared(conversation, conversation)[1:], members
 
 
 def normalise_request(request: RequestLike) -> AnyRequest:
     """Validate ``request`` and return a fresh, checked request of its kind (a
-    ``Request``, ``EmbeddingRequest`` or ``CompletionRequest``).
+    ``Request``, ``EmbeddingRequest``, ``CompletionRequest`` or ``HttpRequest``).
 
     Raises ``RequestError`` saying what is wrong and where (a JSON path).
     """
     canonical, _ = _canonical_parts(request)  # checks every free-form value as hashing does
-    if isinstance(request, EmbeddingRequest | CompletionRequest) or canonical[:8] == b'{"kind":':
+    named = kind_of(request) if isinstance(request, Mapping) else None
+    if isinstance(request, OTHER_STRUCTS) or named in _OTHER_BY_KIND:
         plain = msgspec.json.decode(canonical)
-        if plain.get("kind") == "embedding":
-            return msgspec.convert(plain, EmbeddingRequest)
-        if plain.get("kind") == "completion":
-            return msgspec.convert(plain, CompletionRequest)
+        into = _OTHER_BY_KIND.get(plain.get("kind"))
+        if into is not None:
+            return msgspec.convert(plain, into)
     return _convert(_source(request), Request)
+
+
+_OTHER_BY_KIND: Final[dict[Any, type[EmbeddingRequest | CompletionRequest | HttpRequest]]] = {
+    "embedding": EmbeddingRequest,
+    "completion": CompletionRequest,
+    "http": HttpRequest,
+}
 
 
 def canonical_request(request: RequestLike) -> bytes:

@@ -42,7 +42,7 @@ from typing import IO, Any, Final
 import msgspec
 
 from .._errors import ReplayError
-from .._kinds import CompletionRequest, EmbeddingRequest
+from .._kinds import OTHER_STRUCTS
 from .._request import Request
 from .durable import fsync_dir, write_all
 
@@ -235,8 +235,7 @@ REQUEST_FIELDS: Final = tuple(
     sorted(
         {
             *Request.__struct_fields__,
-            *EmbeddingRequest.__struct_fields__,
-            *CompletionRequest.__struct_fields__,
+            *(name for struct in OTHER_STRUCTS for name in struct.__struct_fields__),
             "scope",
         }
     )

@@ -12,6 +12,10 @@ This module owns
   and record manifests default to ``off``;
 - the child's environment (built by :mod:`.environment`, the real key read by
   ``open_provider`` *before* it is built);
+- the world frozen: for a replay or record manifest, the run's certificate authority
+  (:mod:`.authority`, removed when ``run`` ends) and the proxy's tool exchanges
+  (:mod:`.tools`): the child's proxy variables point at the front door whatever the
+  seal, and its trust variables at the run's bundle (docs/tools.md);
 - each miss said on stderr as it happens, by :mod:`.misses`'s reporter;
 - fate-sharing: the child is sent SIGTERM if ``run`` dies (the parent-death signal, set
   in the child between fork and exec by a ``preexec_fn`` whose calls are resolved before
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
     from ..manifest import Manifest, ManifestLike
+    from .tools import ToolSettings
 
 __all__ = [
     "SEALS",
@@ -124,22 +129,33 @@ class _Launch:
     to get), ``refused`` whether ``--seal namespace`` refused to start."""
 
     def __init__(
-        self, door: FrontDoor, command: Sequence[str], secret_names: set[str], seal: str
+        self,
+        door: FrontDoor,
+        command: Sequence[str],
+        secret_names: set[str],
+        seal: str,
+        tools: ToolSettings | None = None,
     ) -> None:
         self._door = door
         self._command = command
         self._secrets = secret_names
         self._wanted = seal  # namespace, auto (namespace, else proxy), proxy or off
+        self._tools = tools
         self.seal = "namespace" if seal == "auto" else seal
         self.refused = False
 
     def environment(self, seal: str) -> dict[str, str]:
-        no_proxy = {
-            "namespace": _NAMESPACE_NO_PROXY,
-            # Only the front door: the host's other loopback services are not the child's.
-            "proxy": f"{self._door.url.removeprefix('http://')},localhost:{self._door.address[1]}",
-        }.get(seal)
-        return child_environment(os.environ, self._door.info, self._secrets, no_proxy=no_proxy)
+        # Only the front door: the host's other loopback services are not the child's.
+        door_only = f"{self._door.url.removeprefix('http://')},localhost:{self._door.address[1]}"
+        no_proxy = {"namespace": _NAMESPACE_NO_PROXY, "proxy": door_only}.get(seal)
+        trust = None
+        if self._tools is not None:
+            # Frozen tools: every other host's exchange comes through the front door.
+            no_proxy = no_proxy or door_only
+            trust = self._tools.authority.variables()
+        return child_environment(
+            os.environ, self._door.info, self._secrets, no_proxy=no_proxy, trust=trust
+        )
 
     async def _exec(self, env: dict[str, str], hook: Callable[[], None]) -> Any:
         return await asyncio.create_subprocess_exec(*self._command, env=env, preexec_fn=hook)
@@ -293,7 +309,9 @@ def run_command(
     read = read_manifest(manifest)
     # The key is read here, into the adapter, before the child's environment exists.
     provider: Provider = open_provider(read, log=log)
+    tools: ToolSettings | None = None
     try:
+        tools = _tool_settings(read)
         chosen = seal or ("auto" if read.kind == "replay" else "off")
         door = FrontDoor(
             provider,
@@ -302,11 +320,12 @@ def run_command(
             release_on_close=False,
             report_blocked=_report_blocked,
             on_failure=reporter_for(read),
+            tools=tools,
         )
         warning = foreign_key_warning(os.environ)
         if warning is not None:
             print(warning, file=sys.stderr)
-        launch = _Launch(door, command, secret_names(read), chosen)
+        launch = _Launch(door, command, secret_names(read), chosen, tools)
         status = asyncio.run(_run_then_close(door, launch))
         if launch.refused:
             return status  # nothing ran: nothing to sum up
@@ -314,3 +333,18 @@ def run_command(
         return exit_status(status, door.outcomes, allow_misses=allow_misses)
     finally:
         provider.release()
+        if tools is not None:
+            tools.authority.close()
+
+
+def _tool_settings(manifest: Manifest) -> ToolSettings | None:
+    """How a manifest with a fixture freezes tools (a live one does not: its child
+    reaches the tools itself)."""
+    if manifest.kind == "live":
+        return None
+    from .authority import RunAuthority
+    from .tools import ToolSettings
+
+    return ToolSettings(
+        RunAuthority(), header_names=manifest.http_headers, forwards=manifest.kind == "record"
+    )

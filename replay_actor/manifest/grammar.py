@@ -50,9 +50,10 @@ _KEYS: Final = {
             "timeout",
             "backend",
             "log",
+            "http_headers",
         }
     ),
-    "record": frozenset({"kind", "fixture", "data", "ceilings", "live", "log"}),
+    "record": frozenset({"kind", "fixture", "data", "ceilings", "live", "log", "http_headers"}),
     "live": frozenset({"kind", "live", "log"}),
 }
 #: The ``[provider]`` keys that hold paths relative to the manifest's folder.
@@ -112,6 +113,9 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     #: The live adapter's table (live, record). Like ``ceilings``, it may be given as
     #: the table's mapping (how ``read_manifest`` hands it over): checked, then made one.
     live: AdapterTable | None = None
+    #: The request headers a tool's HTTP exchange hashes, in lower case (replay, record;
+    #: docs/tools.md). Never a credential.
+    http_headers: tuple[str, ...] = ("content-type",)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -313,6 +317,8 @@ def _check(manifest: Manifest) -> None:
         settled["live"] = _adapter_table(table.values["live"], "provider.live")
     else:
         settled.update(_replay(table, here))
+    if kind != "live":
+        settled["http_headers"] = _http_headers(table)
     for name, value in settled.items():
         force_setattr(manifest, name, value)
 
@@ -346,6 +352,26 @@ def _replay(table: _Table, here: str) -> dict[str, Any]:
         "ceilings": ceilings,
         "timeout": float(timeout),
     }
+
+
+def _http_headers(table: _Table) -> tuple[str, ...]:
+    """``provider.http_headers``: header names, in lower case, none a credential."""
+    from .._http_kind import is_credential_header
+
+    key = table.key("http_headers")
+    given = table.values.get("http_headers", _DEFAULTS["http_headers"])
+    if not isinstance(given, list | tuple) or not all(type(n) is str and n for n in given):
+        raise ManifestError(f"{key} must be a list of header names", key=key)
+    names = tuple(dict.fromkeys(name.strip().lower() for name in given))
+    for name in names:
+        if not name or any(c.isspace() or c == ":" or not c.isprintable() for c in name):
+            raise ManifestError(f"{key} must be a list of header names", key=key)
+        if is_credential_header(name):
+            raise ManifestError(
+                f"{key} names a credential header; credentials are never hashed or recorded",
+                key=key,
+            )
+    return names
 
 
 def _ceilings(table: _Table) -> Ceilings:
