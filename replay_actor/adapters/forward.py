@@ -98,7 +98,7 @@ def _outgoing(request: dict[str, Any]) -> _Outgoing:
         return _Outgoing(request["method"], handed.url, handed.headers, handed.body)
     host = request["host"]
     shown = f"[{host}]" if ":" in host else host
-    query = urllib.parse.urlencode(request.get("query", []))
+    query = urllib.parse.urlencode([(name, value) for name, value in request.get("query", [])])
     url = f"{request['scheme']}://{shown}:{request['port']}{request['path']}"
     url += f"?{query}" if query else ""
     headers = list(request.get("headers", {}).items())
@@ -115,6 +115,10 @@ def _kept(headers: Any) -> list[tuple[str, str]]:
 
 def _where(request: dict[str, Any]) -> str:
     return f"{request['scheme']}://{request['host']}:{request['port']}"
+
+
+def _unreachable(request: dict[str, Any], failure: str) -> LiveProviderError:
+    return LiveProviderError(f"the tool host {_where(request)} could not be reached ({failure})")
 
 
 def _too_large(request: dict[str, Any]) -> LiveProviderError:
@@ -145,6 +149,15 @@ class HttpForwarder:
         return {"verify": self._verify, "timeout": self._timeout, "follow_redirects": False}
 
     async def acomplete(self, request: dict[str, Any]) -> dict[str, Any]:
+        got = await self._asend(request)
+        if isinstance(got, str):
+            # Raised outside the except block: no chained HTTP error, whose frames hold
+            # the client's headers, is carried along.
+            raise _unreachable(request, got)
+        return got
+
+    async def _asend(self, request: dict[str, Any]) -> dict[str, Any] | str:
+        """The neutral answer, or the name of the HTTP error that stopped it."""
         out = _outgoing(request)
         handed = FORWARDING.get()
         relay = handed.relay if handed is not None else None
@@ -155,11 +168,15 @@ class HttpForwarder:
             ):
                 return await _read_async(request, got, relay)
         except self._httpx.HTTPError as exc:
-            raise LiveProviderError(
-                f"the tool host {_where(request)} could not be reached ({type(exc).__name__})"
-            ) from None
+            return type(exc).__name__
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        got = self._send(request)
+        if isinstance(got, str):
+            raise _unreachable(request, got)
+        return got
+
+    def _send(self, request: dict[str, Any]) -> dict[str, Any] | str:
         out = _outgoing(request)
         try:
             with (
@@ -174,9 +191,7 @@ class HttpForwarder:
                     chunks.append(chunk)
                 return http_response(got.status_code, _kept(got.headers), b"".join(chunks))
         except self._httpx.HTTPError as exc:
-            raise LiveProviderError(
-                f"the tool host {_where(request)} could not be reached ({type(exc).__name__})"
-            ) from None
+            return type(exc).__name__
 
     def close(self) -> None:
         """Nothing is held between calls (a client per call, as the async adapters)."""

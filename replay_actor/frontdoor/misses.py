@@ -8,8 +8,9 @@ failed a call. It owns, for a replay or record manifest:
 - what is said, once per distinct request (a retrying SDK asks again; the author needs
   to hear it once): for a miss, the hash, the nearest recorded request's differing paths
   (``ReplayMiss.nearest``, from ``authoring/explain.py``) and the exact ``replay-actor
-  add`` command that answers it; for an exhausted sequence, the ``add --next`` command
-  that gives it one more response;
+  add`` command that answers it (for a tool's HTTP exchange, also the form of a whole
+  stored http response, docs/tools.md); for an exhausted sequence, the ``add --next``
+  command that gives it one more response;
 - saving the missed request (its normalised neutral form) to the fixture's request
   sidecar (``files/sidecar.py``), so ``explain FIXTURE HASH`` and ``add`` need nothing
   written by hand;
@@ -39,6 +40,10 @@ __all__ = ["ANSWER_PLACEHOLDER", "MissReporter", "reporter_for"]
 ANSWER_PLACEHOLDER: Final = "THE ANSWER"
 #: How many differing paths a miss line names (``explain`` names them all).
 _PATHS_SHOWN: Final = 6
+#: A tool's HTTP exchange is answered by a stored http response (docs/tools.md).
+_HTTP_RESPONSE: Final = (
+    '{"status": 200, "headers": [["content-type", "application/json"]], "text": "…"}'
+)
 _PREFIX: Final = "replay-actor: "
 _INDENT: Final = "  "
 
@@ -100,6 +105,11 @@ class MissReporter:
                 lines = self._private_lines(kind)
             else:
                 lines = self._lines(kind, digest, canonical, exc)
+                if kind == "miss" and request.get("kind") == "http":
+                    lines.append(
+                        f"{_INDENT}or:   replay-actor add {_shown_path(self.fixture)} {digest} "
+                        f"--response RESPONSE.json, a whole http response: {_HTTP_RESPONSE}"
+                    )
             self._write(lines)
 
     def _lines(

@@ -150,8 +150,10 @@ class _Launch:
         no_proxy = {"namespace": _NAMESPACE_NO_PROXY, "proxy": door_only}.get(seal)
         trust = None
         if self._tools is not None:
-            # Frozen tools: every other host's exchange comes through the front door.
-            no_proxy = no_proxy or door_only
+            # Frozen tools: every other host's exchange comes through the front door; the
+            # loopback a namespace gives the child is reached directly, so a recording
+            # leaves it alone too (docs/tools.md, "Which requests").
+            no_proxy = no_proxy or _NAMESPACE_NO_PROXY
             trust = self._tools.authority.variables()
         return child_environment(
             os.environ, self._door.info, self._secrets, no_proxy=no_proxy, trust=trust

@@ -154,7 +154,7 @@ class FrontDoor:
         self.url: str = f"http://{shown}:{bound_port}"
         front = FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes)
         # With tools, other hosts' exchanges are served, CONNECT tunnels opened.
-        exchanges, http = (None, "h11") if tools is None else tools.serve(self, front)
+        exchanges, http = (None, "h11") if tools is None else tools.serve(self._serving, front)
         app = ProxyRefusal(
             front,
             (f"{shown}:{bound_port}", f"localhost:{bound_port}"),
@@ -177,11 +177,6 @@ class FrontDoor:
         )
         self._server = _server_class()(config)
         self._task: asyncio.Task[None] | None = None
-
-    @property
-    def serving(self) -> AsyncServing:
-        """The serving the front door asks its provider through."""
-        return self._serving
 
     def _blocked(self, host: str) -> None:
         # Counted; a provider that records where calls came from (the run log's) is

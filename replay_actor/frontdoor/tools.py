@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     from .authority import RunAuthority
-    from .server import FrontDoor
 
 __all__ = [
     "DEFAULT_HTTP_HEADERS",
@@ -434,14 +433,15 @@ class ToolSettings:
     report: Callable[[str, str], None] = _report_tunnel
 
     def serve(
-        self, door: FrontDoor, front_door: ASGIApp
+        self, serving: AsyncServing, front_door: ASGIApp
     ) -> tuple[Callable[[str, str, int], ASGIApp], type[H11Protocol]]:
         """The applications of other hosts' exchanges and the protocol that opens
-        tunnels, for ``door`` (its serving, counts and run log)."""
+        tunnels, for a front door's ``serving`` (its provider, counts and run log) and
+        its own application ``front_door``."""
         from .tunnel import Tunnels, tunnelling_protocol
 
         exchange = ToolExchange(
-            door.serving,
+            serving,
             front_door,
             header_names=self.header_names,
             vendor_hosts=VENDOR_HOSTS,
@@ -450,7 +450,7 @@ class ToolSettings:
         reported: set[str] = set()
 
         def blocked(host: str, why: str) -> None:
-            door.serving.refused("blocked", host)
+            serving.refused("blocked", host)
             if host not in reported:
                 reported.add(host)
                 self.report(host, why)

@@ -12,6 +12,7 @@ EXPECTED = {
     "Ceilings",
     "CompletionRequest",
     "EmbeddingRequest",
+    "HttpRequest",
     "FixtureError",
     "FixtureSet",
     "InspectionPathError",

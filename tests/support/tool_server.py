@@ -10,8 +10,11 @@ an agent's web tool calls (docs/tools.md).
 ``GET /search?q=…``         200 JSON ``{"query", "results": [...], "edition"}``: the results for
                             the query, from ``answers`` (a test changes them to see a changed
                             answer), keys in the server's own order (not sorted)
-``POST /summarise``         200 JSON ``{"summary": …}`` of the posted JSON's ``text``
+``POST /summarise``         200 JSON ``{"summary": …}`` of the posted ``text`` (a JSON body's, or a
+                            form's)
 ``GET /events``             an event stream (``text/event-stream``): three events, then the end
+``GET /forever``            an event stream that sends one event and never ends (until the
+                            server closes)
 ``GET /binary``             200 ``application/octet-stream``: bytes that are not UTF-8
 ``GET /status/{n}``         status ``n`` with a JSON body
 ==========================  =====================================================================
@@ -123,6 +126,7 @@ class _State:
     edition: int = 1
     received: list[ToolRequest] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -168,6 +172,14 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(f'id: {n}\nevent: tick\ndata: {{"n": {n}}}\n\n'.encode())
                 self.wfile.flush()
             self.close_connection = True
+        elif path == "/forever":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.write(b'event: hello\ndata: {"first": true}\n\n')
+            self.wfile.flush()
+            state.stopping.wait(30.0)
+            self.close_connection = True
         elif path == "/binary":
             self._send(200, BINARY, "application/octet-stream")
         elif path.startswith("/status/"):
@@ -179,7 +191,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path, _, body = self._keep()
         if path == "/summarise":
-            text = json.loads(body or b"{}").get("text", "")
+            if self.headers.get("Content-Type", "").startswith("application/json"):
+                text = json.loads(body or b"{}").get("text", "")
+            else:
+                text = urllib.parse.parse_qs(body.decode()).get("text", [""])[0]
             self._send(200, json.dumps({"summary": text[:20]}).encode())
         else:
             self._send(404, b'{"error": "no such path"}')
@@ -191,15 +206,18 @@ class _Server(ThreadingHTTPServer):
 
 
 class SearchAPI:
-    """The HTTPS search API on ``127.0.0.2``, in a thread; a context manager."""
+    """The HTTPS search API on ``127.0.0.2``, in a thread; a context manager. Without an
+    ``authority`` it speaks plain HTTP."""
 
-    def __init__(self, authority: TestAuthority) -> None:
+    def __init__(self, authority: TestAuthority | None) -> None:
         self._state = _State()
         self._httpd = _Server((TOOL_HOST, 0), _Handler)
         self._httpd.state = self._state
-        self._httpd.socket = authority.server_context().wrap_socket(
-            self._httpd.socket, server_side=True
-        )
+        self.scheme = "http" if authority is None else "https"
+        if authority is not None:
+            self._httpd.socket = authority.server_context().wrap_socket(
+                self._httpd.socket, server_side=True
+            )
         self.port: int = self._httpd.server_address[1]
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
@@ -211,7 +229,7 @@ class SearchAPI:
 
     @property
     def url(self) -> str:
-        return f"https://{TOOL_HOST}:{self.port}"
+        return f"{self.scheme}://{TOOL_HOST}:{self.port}"
 
     @property
     def answers(self) -> dict[str, list[str]]:
@@ -230,6 +248,7 @@ class SearchAPI:
         return self._thread.is_alive()
 
     def close(self) -> None:
+        self._state.stopping.set()
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=10.0)
