@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,7 +71,7 @@ CLIENTS = textwrap.dedent(
 
 def _record(
     folder: Path, api: SearchAPI, authority: TestAuthority, plain: SearchAPI
-) -> tuple[Path, dict[str, object]]:
+) -> tuple[Path, dict[str, Any]]:
     api.answers.update(paris=["Paris: sunny, 21C"], rome=["Rome: rain"], oslo=["Oslo: snow"])
     plain.answers["bergen"] = ["Bergen: rain, always"]
     manifest = record_manifest(folder, NO_MODEL)

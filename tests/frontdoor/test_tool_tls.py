@@ -15,6 +15,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,8 +53,9 @@ def _handshake(authority: RunAuthority, host: str, client: ssl.SSLContext, name:
             cert = tls.getpeercert()
     finally:
         thread.join(10)
-    subject = dict(item[0] for item in cert["subject"])
-    return str(subject["commonName"])
+    assert cert is not None
+    subject: Any = cert["subject"]
+    return str(dict(item[0] for item in subject)["commonName"])
 
 
 def test_a_client_trusting_the_bundle_verifies_a_name_and_an_ip(tmp_path: Path) -> None:
