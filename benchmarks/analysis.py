@@ -156,6 +156,14 @@ METHOD: Final = """\
   front door, the child, the summary), sealed in a network namespace against the same
   command with `--seal off`, interleaved. The difference is the child's `unshare`, its
   loopback brought up and its listening socket handed to `run`.
+- **P21**: a frozen tool call (docs/tools.md): an `httpx2` client's HTTPS `GET` of a
+  search (~2 KB JSON answer) and JSON `POST` of a summary (~200 B) to a tool host on
+  127.0.0.2, under `replay-actor run` of a replay manifest holding both exchanges, sealed
+  (the proxy's `CONNECT` tunnel, TLS terminated with the run's authority, the exchange
+  hashed and answered by the cursor actor), against the same client and calls over TLS
+  to uvicorn (h11) with a bare ASGI app returning the same bytes. Each side is a client
+  process of its own timing 300 pairs after a warm-up, one kept-alive connection; the
+  sides alternate, 9 rounds.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own
