@@ -17,9 +17,7 @@ import urllib.request
 import openai
 
 QUESTION = "What is the weather in Paris today?"
-SEARCH = "https://api.search.example/v1/search?" + urllib.parse.urlencode(
-    {"q": "weather in Paris"}
-)
+SEARCH = "https://api.search.example/v1/search?" + urllib.parse.urlencode({"q": "weather in Paris"})
 SYSTEM = "Answer in one sentence, from the search results."
 
 
