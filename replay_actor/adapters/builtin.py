@@ -68,6 +68,11 @@ class VendorAdapter(HTTPAdapter):
         super().__init__(cfg, headers)
         self._base_url = cfg.url[: len(cfg.url) - len(path)]
 
+    @property
+    def keeps_logprobs(self) -> bool:
+        """True if the vendor shape's answers say token log probabilities."""
+        return getattr(self.vendor, "keeps_logprobs", False) is True
+
     def _shape_of(self, request: dict[str, Any]) -> Vendor:
         """The shape that asks ``request`` live: this adapter's own for chat, the one its
         endpoint names for another kind; ``RequestError`` for a kind it cannot ask."""

@@ -46,6 +46,7 @@ from inspect_ai.model import (
     ContentReasoning,
     ContentText,
     GenerateConfig,
+    Logprobs,
     ModelAPI,
     ModelCall,
     ModelOutput,
@@ -61,7 +62,7 @@ from inspect_ai.util._json import json_schema_dump
 
 from .._errors import ManifestError
 from .._interface import Provider
-from .._response import read_response
+from .._response import Unexpressible, read_response
 from ..attribution.row import in_row
 from ..vendors import canonical_arguments, collapse_content
 from ._private import acall_private
@@ -319,9 +320,23 @@ def to_output(response: Mapping[str, Any], model: str, tools: Sequence[ToolInfo]
         content=content, tool_calls=calls or None, model=model, source="generate"
     )
     choice = ChatCompletionChoice(
-        message=message, stop_reason=stop_reason, stop_details=stop_details
+        message=message,
+        stop_reason=stop_reason,
+        stop_details=stop_details,
+        logprobs=_logprobs(neutral.logprobs),
     )
     return ModelOutput(model=model, choices=[choice], usage=_usage(neutral.usage))
+
+
+def _logprobs(logprobs: dict[str, Any] | None) -> Logprobs | None:
+    """Inspect's ``Logprobs`` for the neutral ones (OpenAI chat's token form, which
+    Inspect's is), so a ``logprobs`` generate config replays what it recorded."""
+    if logprobs is None or not isinstance(logprobs.get("content"), list):
+        return None
+    try:
+        return Logprobs.model_validate({"content": logprobs["content"]})
+    except ValueError:  # pydantic's ValidationError is one
+        raise Unexpressible("the stored logprobs are not token log probabilities") from None
 
 
 # -- the provider -----------------------------------------------------------------------------

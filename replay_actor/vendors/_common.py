@@ -190,7 +190,9 @@ def _not_one(n: Any) -> bool:
 
 
 #: What a neutral response cannot hold: (field, whether a value asks for it, what the
-#: refusal names), in the order they are checked.
+#: refusal names), in the order they are checked. A shape that says logprobs (OpenAI
+#: chat's, the Responses API's) skips the two logprobs rows.
+_LOGPROBS: Final = frozenset({"logprobs", "top_logprobs"})
 _UNFAITHFUL: Final[tuple[tuple[str, Callable[[Any], bool], str], ...]] = (
     ("n", _not_one, "n other than 1"),
     ("logprobs", lambda value: value not in (None, False), "logprobs"),
@@ -204,17 +206,23 @@ _UNFAITHFUL: Final[tuple[tuple[str, Callable[[Any], bool], str], ...]] = (
 )
 
 
-def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:
+def refuse_unfaithful(
+    fields: Mapping[str, Any], where: str = "", *, stream: bool = False, logprobs: bool = False
+) -> None:
     """Raise ``RequestError`` naming the first field asking for something a neutral
-    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs``, ``audio``,
-    output ``modalities`` other than text (and ``stream`` itself when ``stream`` is set:
-    the live adapters answer whole messages).
+    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs`` (unless
+    ``logprobs``: the shape says them, OpenAI chat's and Responses), ``audio``, output
+    ``modalities`` other than text (and ``stream`` itself when ``stream`` is set: the
+    live adapters answer whole messages).
 
     Replaying or recording such a request would silently drop what the caller asked for.
     """
     for field, asks, what in _UNFAITHFUL:
+        if logprobs and field in _LOGPROBS:
+            continue
         if asks(fields.get(field)):
-            raise RequestError(f"{where}{what} cannot be replayed or recorded")
+            shape = " in this API's shape" if field in _LOGPROBS else ""
+            raise RequestError(f"{where}{what} cannot be replayed or recorded{shape}")
     if stream and "stream" in fields:
         raise RequestError(f"{where}stream cannot be set in params (the adapter owns it)")
 

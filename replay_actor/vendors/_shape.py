@@ -17,6 +17,7 @@ delegates (its registry name is its family's record's)::
     def to_body(request, model): ...                  # neutral request -> live body
     def from_response(data): ...                      # live answer -> neutral response
     STREAM_TYPE = "application/x-ndjson"              # optional: not server-sent events
+    KEEPS_LOGPROBS = True                             # optional: logprobs said, not refused
 
 mypy holds every registered module to :class:`ShapeModule`
 (tests/vendors/test_families.py). A shape that must remember what it served (the
@@ -83,6 +84,9 @@ class Shape:
     from_response: Callable[[Any], dict[str, Any]]
     #: The content type of ``stream_body``.
     stream_type: str = SSE
+    #: Its answers say token log probabilities (``logprobs``/``top_logprobs`` are
+    #: recorded and replayed, not refused; OpenAI chat's and the Responses API's).
+    keeps_logprobs: bool = False
 
     def __post_init__(self) -> None:
         # What a 404 lists is what the shape serves: a shape made from another with
@@ -107,6 +111,7 @@ class Shape:
             to_body=module.to_body,
             from_response=module.from_response,
             stream_type=getattr(module, "STREAM_TYPE", SSE),
+            keeps_logprobs=getattr(module, "KEEPS_LOGPROBS", False),
         )
 
 

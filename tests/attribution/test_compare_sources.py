@@ -115,7 +115,9 @@ def test_the_pytest_plugin_logs_through_the_manifest(
             """
         )
     )
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:deepeval", "-p", "no:asyncio"
+    )
     result.assert_outcomes(passed=1)
     plugin_log = pytester.path / "plugin.log"
     lines = [json.loads(line) for line in plugin_log.read_text().splitlines()]

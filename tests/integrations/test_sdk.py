@@ -473,8 +473,6 @@ def test_exhausted_sequence_is_a_404_asked_once(counted: Counting) -> None:
     ("extra", "field"),
     [
         ({"n": 2}, "n other than 1"),
-        ({"logprobs": True}, "logprobs"),
-        ({"top_logprobs": 3, "logprobs": False}, "top_logprobs"),
         ({"modalities": ["text", "audio"]}, "modalities"),
         ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
     ],

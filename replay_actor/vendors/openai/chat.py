@@ -9,10 +9,12 @@ both directions:
 - the neutral request -> a body for a live endpoint (``to_body``) and the live answer ->
   the neutral response (``from_response``), for the ``openai`` live adapter.
 
-Fields the neutral response cannot answer faithfully (``n`` other than 1, ``logprobs``,
-``top_logprobs``, ``audio``, output ``modalities`` other than text) are refused with
-``RequestError`` naming the field: replaying or recording them would silently drop what
-the caller asked for.
+Fields the neutral response cannot answer faithfully (``n`` other than 1, ``audio``,
+output ``modalities`` other than text) are refused with ``RequestError`` naming the
+field: replaying or recording them would silently drop what the caller asked for.
+``logprobs`` and ``top_logprobs`` are hashed parameters like any other, and the answer's
+``choices[0].logprobs`` is the neutral response's ``logprobs``, verbatim both ways (in a
+stream, on the chunk that carries the content).
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def read_body(body: Any, path: str = "") -> VendorCall:
     messages = body.get("messages")
     if type(messages) is not list:
         raise RequestError("messages must be an array")
-    refuse_unfaithful(body)
+    refuse_unfaithful(body, logprobs=True)
     request: dict[str, Any] = {"messages": [_message(m, i) for i, m in enumerate(messages)]}
     read_tools(body, request, _tools, _read_tool_choice)
     if body.get("response_format") is not None:
@@ -258,7 +260,7 @@ def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
                 "index": 0,
                 "message": message,
                 "finish_reason": _finish(response, bool(calls)),
-                "logprobs": None,
+                "logprobs": response.logprobs,
             }
         ],
         "usage": _usage(response),
@@ -278,18 +280,15 @@ def stream_body(response: Response, call: VendorCall) -> bytes:
     if include_usage:
         head["usage"] = None
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        payload = {
-            **head,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-        }
-        return b"data: " + _encode(payload) + b"\n\n"
+    def chunk(delta: dict[str, Any], finish: str | None = None, logprobs: Any = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
+        return b"data: " + _encode({**head, "choices": [choice]}) + b"\n\n"
 
     first: dict[str, Any] = {"role": "assistant"}
     for key, value in _message_body(response).items():
         if value is not None and key != "role":
             first[key] = value
-    parts = [chunk(first)]
+    parts = [chunk(first, logprobs=response.logprobs)]
     calls = _calls(response)
     for index, tool_call in enumerate(calls):
         parts.append(chunk({"tool_calls": [{"index": index, **tool_call}]}))
@@ -440,6 +439,11 @@ def from_response(data: Any) -> dict[str, Any]:
         if not isinstance(refusal, str):
             raise MalformedResponse("the message refusal is not a string")
         neutral["refusal"] = refusal
+    logprobs = choice.get("logprobs")
+    if logprobs is not None:
+        if not isinstance(logprobs, dict):
+            raise MalformedResponse("the choice's logprobs is not an object")
+        neutral["logprobs"] = logprobs  # asked for (params.logprobs): kept verbatim
     return neutral
 
 
@@ -457,3 +461,7 @@ LIVE: Final = LiveEndpoint(
         ("count_tokens", "openai-input-tokens"),
     ),
 )
+
+
+#: Its answers say token log probabilities (the live adapter may ask for them).
+KEEPS_LOGPROBS: Final = True

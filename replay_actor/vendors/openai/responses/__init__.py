@@ -184,4 +184,6 @@ def remembering(capacity: int = TRANSCRIPTS) -> Shape:
         error_body=error_envelope,
         to_body=to_body,
         from_response=from_response,
+        # Its answers say token log probabilities (``top_logprobs``, in output text parts).
+        keeps_logprobs=True,
     )

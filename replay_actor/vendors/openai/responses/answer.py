@@ -18,7 +18,7 @@ from ..._common import VendorCall
 from ._fields import NAME, digest
 from .request import ResponsesCall
 
-__all__ = ["events", "output_items", "response_object"]
+__all__ = ["events", "logprob_tokens", "output_items", "response_object"]
 
 _encode: Final = msgspec.json.encode
 
@@ -43,6 +43,13 @@ def _usage(response: Response) -> dict[str, Any]:
     return out
 
 
+def logprob_tokens(response: Response) -> list[Any]:
+    """The tokens of a response's ``logprobs`` (chat's ``content`` list), for the
+    output text part; none when it has none."""
+    tokens = (response.logprobs or {}).get("content")
+    return tokens if isinstance(tokens, list) else []
+
+
 def output_items(response: Response, rid: str) -> list[dict[str, Any]]:
     """The output items, with ids derived from the response id and position."""
     items: list[dict[str, Any]] = []
@@ -56,7 +63,7 @@ def output_items(response: Response, rid: str) -> list[dict[str, Any]]:
             "type": "output_text",
             "text": response.content or "",
             "annotations": [],
-            "logprobs": [],
+            "logprobs": logprob_tokens(response),
         }
     else:
         part = {}
@@ -164,8 +171,9 @@ def events(final: dict[str, Any]) -> bytes:
                     emit("response.refusal.done", **where, refusal=part["refusal"])
                 else:
                     emit("response.content_part.added", **where, part={**part, "text": ""})
-                    emit("response.output_text.delta", **where, delta=part["text"], logprobs=[])
-                    emit("response.output_text.done", **where, text=part["text"], logprobs=[])
+                    tokens = part["logprobs"]
+                    emit("response.output_text.delta", **where, delta=part["text"], logprobs=tokens)
+                    emit("response.output_text.done", **where, text=part["text"], logprobs=tokens)
                 emit("response.content_part.done", **where, part=part)
         elif kind == "function_call":
             where = {"item_id": item["id"], "output_index": index}

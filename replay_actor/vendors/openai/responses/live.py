@@ -164,7 +164,22 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
         body["tool_choice"] = _live_choice(choice)
     if text:
         body["text"] = text
+    if "top_logprobs" in body:
+        # Asked for, they are sent back only when included: a recording keeps them.
+        body["include"] = ["message.output_text.logprobs"]
     return body
+
+
+def _read_logprobs(output: list[Any]) -> list[Any]:
+    """The token log probabilities of the output's text parts, in order."""
+    tokens: list[Any] = []
+    for item in output:
+        if isinstance(item, dict) and item.get("type") == "message":
+            for part in item.get("content") or ():
+                found = part.get("logprobs") if isinstance(part, dict) else None
+                if isinstance(found, list) and part.get("type") == "output_text":
+                    tokens += found
+    return tokens
 
 
 # -- live answer -> neutral response --------------------------------------------------------
@@ -243,4 +258,7 @@ def from_response(data: Any) -> dict[str, Any]:
         out["refusal"] = "".join(refusals)
     if reasoning:
         out["reasoning"] = {"vendor": NAME, "items": reasoning}
+    logprobs = _read_logprobs(data["output"])
+    if logprobs:
+        out["logprobs"] = {"content": logprobs}  # chat's form, which every shape reads
     return out

@@ -345,7 +345,7 @@ def _refuse(body: dict[str, Any]) -> None:
             raise RequestError(why)
     if body.get("background") is True:
         raise RequestError("background cannot be replayed (answers are immediate)")
-    refuse_unfaithful(body)
+    refuse_unfaithful(body, logprobs=True)  # top_logprobs: said by output_text parts
 
 
 def _read_options(body: dict[str, Any], request: dict[str, Any], params: dict[str, Any]) -> None:
