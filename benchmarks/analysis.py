@@ -171,7 +171,7 @@ METHOD: Final = """\
   127.0.0.2, under `replay-actor run` of a replay manifest holding both exchanges, sealed
   (the proxy's `CONNECT` tunnel, TLS terminated with the run's authority, the exchange
   hashed and answered by the cursor actor), against the same client and calls over TLS
-  to uvicorn (h11) with a bare ASGI app returning the same bytes. Each side is a client
+  to uvicorn with a bare ASGI app returning the same bytes. Each side is a client
   process of its own timing 300 pairs after a warm-up, one kept-alive connection; the
   sides alternate, 9 rounds.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is

@@ -26,10 +26,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
+from .frontdoor import Receive, Send, bare_app, serve_app
 from .timing import Config, Row, Stats, interleave, paired_ratio
 from .workload import cache_dir
 
@@ -52,6 +53,7 @@ SEARCH = json.dumps(
 ).encode()
 SUMMARY = json.dumps({"summary": "Sunny in Paris, 21C, a light wind from the west."}).encode()
 POSTED = {"text": "Summarise: " + "Paris is sunny. " * 20, "max_words": 20}
+_BARE = {"/search": bare_app(SEARCH), "/summarise": bare_app(SUMMARY)}
 
 
 def _authority(folder: Path) -> tuple[Path, Path, Path]:
@@ -220,47 +222,13 @@ def _client(url: str, calls: int) -> None:
     print(json.dumps({"seconds_per_pair": seconds}))
 
 
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-
-
 async def _bare(scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
-    if scope["type"] != "http":
-        return
-    more = True
-    while more:  # read the body, as any server that answers a POST must
-        message = await receive()
-        more = message.get("more_body", False)
-    answer = SEARCH if scope["path"] == "/search" else SUMMARY
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(answer)).encode()),
-    ]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": answer})
+    """The floor: each path's bytes, as P14's bare app answers."""
+    await _BARE["/search" if scope.get("path") == "/search" else "/summarise"](scope, receive, send)
 
 
 def _serve_bare(cert: str, key: str) -> None:
-    import asyncio
-    import socket
-
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind((HOST, 0))
-    sock.listen(4096)
-    config = uvicorn.Config(
-        _bare,
-        http="h11",
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        server_header=False,
-        ssl_certfile=cert,
-        ssl_keyfile=key,
-    )
-    print(f"https://{HOST}:{sock.getsockname()[1]}", flush=True)
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    serve_app(_bare, host=HOST, tls=(cert, key))
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["bare"]:

@@ -177,7 +177,8 @@ class _Stored(msgspec.Struct):
     """A stored http response: ``content`` is ``replay-actor add --content``'s (a text
     answer, 200), the rest the recorded form."""
 
-    status: Annotated[int, msgspec.Meta(ge=100, le=599)] = 200
+    # A final answer's status: 1xx are not answers.
+    status: Annotated[int, msgspec.Meta(ge=200, le=599)] = 200
     headers: list[tuple[str, str]] | dict[str, str] = []
     text: str | None = None
     base64: str | None = None

@@ -190,29 +190,29 @@ def _url(origin: tuple[str, str, int], scope: Scope) -> str:
 # -- answering ---------------------------------------------------------------------------------
 
 
-async def _send_answer(send: Send, answer: Answer) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": answer.status,
-            "headers": [
-                *((k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers),
-                (b"content-length", str(len(answer.body)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": answer.body})
+def _header_bytes(text: str) -> bytes:
+    # A value HTTP/1.1 carries as Latin-1; one the tool sent as UTF-8 goes back as it came.
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
 
 
 def _head(status: int, headers: list[tuple[str, str]], length: int | None) -> dict[str, Any]:
     raw = [
-        (name.encode("latin-1"), value.encode("latin-1"))
+        (_header_bytes(name), _header_bytes(value))
         for name, value in headers
         if name.lower() not in _HOP
     ]
     if length is not None:
         raw.append((b"content-length", str(length).encode()))
     return {"type": "http.response.start", "status": status, "headers": raw}
+
+
+async def _send_answer(send: Send, answer: Answer) -> None:
+    """One of the front door's own answers (a failure)."""
+    await send(_head(answer.status, answer.headers, len(answer.body)))
+    await send({"type": "http.response.body", "body": answer.body})
 
 
 async def _until_gone(receive: Receive) -> None:
@@ -223,7 +223,9 @@ async def _until_gone(receive: Receive) -> None:
 async def _send_stored(send: Send, receive: Receive, answer: HttpAnswer) -> None:
     """A stored answer; one recorded ``open`` is held open until its client leaves."""
     if not answer.open:
-        await send(_head(answer.status, answer.headers, len(answer.body)))
+        # 204 and 304 have no body to measure (RFC 9110 forbids a length for a 204).
+        length = None if answer.status in (204, 304) else len(answer.body)
+        await send(_head(answer.status, answer.headers, length))
         await send({"type": "http.response.body", "body": answer.body})
         return
     await send(_head(answer.status, answer.headers, None))
@@ -300,7 +302,10 @@ class ToolExchange:
         self, origin: tuple[str, str, int], scope: Scope, receive: Receive, send: Send
     ) -> None:
         url = _url(origin, scope)
-        body = await _read_body(receive)
+        try:
+            body = await _read_body(receive)
+        except _Gone:
+            return
         if body is None:
             self._serving.refused("invalid", url)
             message = f"the request body exceeds the front door's bound of {MAX_BODY_BYTES} bytes"
@@ -399,14 +404,20 @@ async def _send_chunk(send: Send, data: tuple[int, list[tuple[str, str]]] | byte
         await send({"type": "http.response.body", "body": data, "more_body": True})
 
 
+class _Gone(Exception):
+    """The client left before its body was complete: nothing will read an answer, and
+    the provider must not be asked for a request cut short."""
+
+
 async def _read_body(receive: Receive) -> bytes | None:
-    """The request body, or None past the front door's bound."""
+    """The request body, or None past the front door's bound; ``_Gone`` if the client
+    left first."""
     chunks: list[bytes] = []
     size = 0
     while True:
         message: MutableMapping[str, Any] = await receive()
         if message["type"] != "http.request":
-            return b"".join(chunks)  # gone: nothing will read the answer
+            raise _Gone
         chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY_BYTES:

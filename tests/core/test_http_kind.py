@@ -166,6 +166,7 @@ def test_a_hand_written_response_reads_too() -> None:
     [
         {"status": "200"},
         {"status": 700},
+        {"status": 101},
         {"text": "a", "base64": "YQ=="},
         {"base64": "not base64!"},
         {"headers": [["only-a-name"]]},
