@@ -18,6 +18,7 @@ shared machine lands on both sides. Modules, one concern each:
 - ``concurrency`` -- P9 threads, processes, asyncio tasks; P10 a pipelined batch
 - ``large``     -- P6b, P6c (another layout, its first acquisition), P5d, P8c
 - ``frontdoor`` -- P14 the front door, P17 a sealed run's start-up
+- ``tools``     -- P21 a frozen tool call through the sealed proxy
 - ``litellm_peer`` -- P18 the front door vs the LiteLLM proxy's in-memory cache
 - ``report``    -- the table, ``results/latest.json``, ``docs/benchmarks.md`` and the plot
 """

@@ -38,6 +38,7 @@ from . import (
     report,
     sdk,
     slowpeer,
+    tools,
     vcr_peer,
 )
 from .procs import Hogs, actors_alive, stop_resource_tracker, stop_zygote
@@ -152,7 +153,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--only",
         default="",
         help=(
-            "comma-separated sections: P1 ... P19, P12r, P12g, E1 (or EXPLAIN), "
+            "comma-separated sections: P1 ... P19, P21, P12r, P12g, E1 (or EXPLAIN), "
             "P6b/P6c, P5d/P8c (or LARGE), P1L/P12L/P14L (or LOGGING), P19 (or RECORDING)"
         ),
     )
@@ -252,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             "the front door vs the LiteLLM proxy's cache (P18)",
             lambda: litellm_peer.run_litellm(cfg, max(1, args.runs)),
         ),
+        ({"P21"}, "a frozen tool call (P21)", lambda: tools.run_tools(cfg)),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
         ({"P5D", "P8C", "LARGE"}, "large fixtures (P5d, P8c)", large_section),
         (

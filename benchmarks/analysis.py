@@ -166,6 +166,14 @@ METHOD: Final = """\
   (`wait4`, so the larger of `run` and the client) against 2 x the fixture + 200 MB;
   P19h compares the final `fixture_set_hash` with a recording of the same requests one
   at a time (sequential calls through the in-process transport).
+- **P21**: a frozen tool call (docs/tools.md): an `httpx2` client's HTTPS `GET` of a
+  search (~2 KB JSON answer) and JSON `POST` of a summary (~200 B) to a tool host on
+  127.0.0.2, under `replay-actor run` of a replay manifest holding both exchanges, sealed
+  (the proxy's `CONNECT` tunnel, TLS terminated with the run's authority, the exchange
+  hashed and answered by the cursor actor), against the same client and calls over TLS
+  to uvicorn with a bare ASGI app returning the same bytes. Each side is a client
+  process of its own timing 300 pairs after a warm-up, one kept-alive connection; the
+  sides alternate, 9 rounds.
 - Every process a benchmark starts is stopped by its PID and reaped, every provider is
   released, and the run checks that no child process is left at the end: first that no
   `replay-actor` (psutil `name()`) is left among its descendants, then it ends its own

@@ -33,7 +33,7 @@ from replay_actor.vendors.openai import chat as vendor_openai
 from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request
 
-__all__ = ["run_frontdoor", "run_sealed_startup", "serve_app"]
+__all__ = ["bare_app", "run_frontdoor", "run_sealed_startup", "serve_app"]
 
 MODEL = "gpt-4.1-mini"
 
@@ -171,7 +171,7 @@ Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
-def _bare_app(
+def bare_app(
     answer: bytes,
 ) -> Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]]:
     headers = [
@@ -193,10 +193,15 @@ def _bare_app(
 
 
 def serve_app(
-    app: Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]], path: str = ""
+    app: Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]],
+    path: str = "",
+    *,
+    host: str = "127.0.0.1",
+    tls: tuple[str, str] | None = None,
 ) -> None:
-    """Serve ``app`` with uvicorn on a free loopback port (the settings every floor and
-    peer server of the benchmarks uses); print its URL (+ ``path``) once it listens."""
+    """Serve ``app`` with uvicorn on a free loopback port of ``host`` (the settings every
+    floor and peer server of the benchmarks uses), over TLS with ``tls`` (certificate
+    and key files); print its URL (+ ``path``) once it listens."""
     import asyncio
     import socket
 
@@ -205,18 +210,25 @@ def serve_app(
     # IPPROTO_TCP, so that asyncio sets TCP_NODELAY on accepted connections (as uvicorn's
     # own binding does, through getaddrinfo).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind((host, 0))
     sock.listen(4096)
     config = uvicorn.Config(
-        app, lifespan="off", access_log=False, log_level="warning", server_header=False
+        app,
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        ssl_certfile=None if tls is None else tls[0],
+        ssl_keyfile=None if tls is None else tls[1],
     )
     server = uvicorn.Server(config)
-    print(f"http://127.0.0.1:{sock.getsockname()[1]}{path}", flush=True)
+    scheme = "http" if tls is None else "https"
+    print(f"{scheme}://{host}:{sock.getsockname()[1]}{path}", flush=True)
     asyncio.run(server.serve(sockets=[sock]))
 
 
 def _serve_bare(path: str) -> None:
-    serve_app(_bare_app(Path(path).read_bytes()))
+    serve_app(bare_app(Path(path).read_bytes()))
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["bare"]:

@@ -12,7 +12,8 @@ The package (docs/architecture.md, "Map of the package", says more)::
 
     _version.py      the version             _errors.py       the exception tree
     _request.py      the neutral request     _response.py     the neutral response
-    _kinds.py        request kinds beyond chat (embedding, completion, mcp)
+    _kinds.py        request kinds beyond chat (embedding, completion, mcp, http)
+    _http_kind.py    a tool's HTTP exchange: the http request and response
     _canonical.py    RFC 8785 JSON           _memo.py         results by a value's image
     _interface.py    ``Provider``            _strict_json.py  strict JSON text
     _replay.py       acquire, Supervisor
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         SequenceExhausted,
         TooManyActors,
     )
+    from ._http_kind import HttpRequest
     from ._interface import Provider
     from ._kinds import CompletionRequest, EmbeddingRequest, McpRequest
     from ._replay import Supervisor, acquire
@@ -110,6 +112,7 @@ _FIXED: Final[dict[str, str]] = {
     "CompletionRequest": "_kinds",
     "EmbeddingRequest": "_kinds",
     "McpRequest": "_kinds",
+    "HttpRequest": "_http_kind",
     "Message": "_request",
     "Request": "_request",
     "Tool": "_request",
@@ -143,6 +146,7 @@ __all__ = [
     "EmbeddingRequest",
     "FixtureError",
     "FixtureSet",
+    "HttpRequest",
     "InspectionPathError",
     "InvalidArgument",
     "LiveProviderError",

@@ -12,6 +12,9 @@ hashed bytes, so no request of one kind can hash like a request of another::
                                          scope + kind
     mcp             McpRequest           method, params, server, scope       result | error
                                          + kind
+    http            HttpRequest          method, scheme, host, port, path,   status, headers,
+                                         query, named headers, body,         body
+                                         scope + kind
 
 An embedding's ``model`` is hashed (a vector means something only for the model that made
 it); a completion model stays provider configuration, as a chat model does. An MCP
@@ -19,7 +22,8 @@ request is one JSON-RPC request to an MCP server (docs/mcp.md): its ``method`` a
 of its ``params`` changes the answer, never its ``id``. This module owns the structs of
 the kinds with their own fields (``OTHER_REQUESTS``) and their canonical bytes;
 ``_request.py`` dispatches to it on the ``kind`` of the request it is given, so a new kind
-is written here alone.
+is written here alone. A tool's HTTP exchange (``http``) has its struct and its rules in
+``_http_kind.py`` (docs/tools.md); it is listed here as the others are.
 """
 
 from __future__ import annotations
@@ -31,16 +35,19 @@ import msgspec
 
 from ._canonical import canonical_json
 from ._errors import RequestError
+from ._http_kind import HTTP, HttpRequest
 
 __all__ = [
     "CHAT_KINDS",
     "COMPLETION",
     "COUNT_TOKENS",
     "EMBEDDING",
+    "HTTP",
     "MCP",
     "OTHER_REQUESTS",
     "CompletionRequest",
     "EmbeddingRequest",
+    "HttpRequest",
     "McpRequest",
     "OtherRequest",
     "kind_of",
@@ -102,13 +109,14 @@ class McpRequest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True)
 
 
 #: A request of a kind with fields of its own (not a ``Request``'s messages).
-OtherRequest = EmbeddingRequest | CompletionRequest | McpRequest
+OtherRequest = EmbeddingRequest | CompletionRequest | McpRequest | HttpRequest
 #: Their structs, for ``isinstance`` and for the fields a request sidecar may hold.
-OTHER_REQUESTS: Final = (EmbeddingRequest, CompletionRequest, McpRequest)
+OTHER_REQUESTS: Final = (EmbeddingRequest, CompletionRequest, McpRequest, HttpRequest)
 _OTHER: Final[dict[str, type[msgspec.Struct]]] = {
     EMBEDDING: EmbeddingRequest,
     COMPLETION: CompletionRequest,
     MCP: McpRequest,
+    HTTP: HttpRequest,
 }
 
 
@@ -119,8 +127,9 @@ def kind_of(source: Mapping[str, Any]) -> str | None:
 
 
 def other_kind_canonical(source: Mapping[str, Any] | msgspec.Struct) -> bytes | None:
-    """The canonical bytes of an embedding or completion request (``kind`` included), or
-    None when ``source`` is a chat-shaped request (``Request``'s path hashes it).
+    """The canonical bytes of an embedding, completion or http request (``kind``
+    included), or None when ``source`` is a chat-shaped request (``Request``'s path
+    hashes it).
 
     Raises ``RequestError`` naming what is wrong (a JSON path), as chat requests do.
     """
@@ -152,7 +161,9 @@ def other_kind_canonical(source: Mapping[str, Any] | msgspec.Struct) -> bytes | 
 def other_kind_request(canonical: bytes) -> OtherRequest | None:
     """The struct of a request of another kind from its canonical bytes (None: a
     ``Request``'s, which ``_request.py`` builds)."""
-    if canonical[:8] != b'{"kind":':
+    # Cheap for a chat request; a false positive (the text in a message) decodes to no kind
+    # of these. ``kind`` sorts after ``body`` and ``dimensions``, so it is not always first.
+    if b'"kind":"' not in canonical:
         return None
     plain = msgspec.json.decode(canonical)
     into = _OTHER.get(plain.get("kind"))

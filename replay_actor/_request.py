@@ -339,7 +339,7 @@ def _canonical_parts(
     if prefix is None:
         raise RequestError(
             "invalid request: $.kind must be 'count_tokens', 'embedding', 'completion' or "
-            "'mcp' (absent for chat)"
+            "'mcp' or 'http' (absent for chat)"
         )
     return prefix + encode_prepared(conversation, conversation)[1:], members
 
@@ -347,7 +347,7 @@ def _canonical_parts(
 def normalise_request(request: RequestLike) -> AnyRequest:
     """Validate ``request`` and return a fresh, checked request of its kind (a
     ``Request``, or one of ``_kinds.OTHER_REQUESTS``: ``EmbeddingRequest``,
-    ``CompletionRequest``, ``McpRequest``).
+    ``CompletionRequest``, ``McpRequest``, ``HttpRequest``).
 
     Raises ``RequestError`` saying what is wrong and where (a JSON path).
     """

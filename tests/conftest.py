@@ -7,6 +7,9 @@
   the same for Anthropic's messages API; ``responses_server``
   (support/responses_server.py): the same for the OpenAI Responses API;
   ``gemini_server`` (support/gemini_server.py): the same for Google's Gemini API.
+- ``tool_authority``, ``search_api`` (support/tool_server.py): a test CA and a tool's HTTPS
+  API on 127.0.0.2; ``mcp_http_server`` (support/mcp_http_server.py): an MCP server over
+  streamable HTTP there (docs/tools.md).
 """
 
 from __future__ import annotations
@@ -14,7 +17,18 @@ from __future__ import annotations
 from tests.support.anthropic_server import claude
 from tests.support.chat_server import chat
 from tests.support.gemini_server import gemini_server
+from tests.support.mcp_http_server import mcp_http_server
 from tests.support.procs import no_leaks
 from tests.support.responses_server import responses_server
+from tests.support.tool_server import search_api, tool_authority
 
-__all__ = ["chat", "claude", "gemini_server", "no_leaks", "responses_server"]
+__all__ = [
+    "chat",
+    "claude",
+    "gemini_server",
+    "mcp_http_server",
+    "no_leaks",
+    "responses_server",
+    "search_api",
+    "tool_authority",
+]

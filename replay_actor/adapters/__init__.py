@@ -8,6 +8,8 @@
     builtin.py  the built-in adapters, one per vendor shape of ``vendors.REGISTRY``
                 (``openai``, ``anthropic``, ``openai-responses``, ``gemini``), made from it
     live.py     ``LiveProvider``: validates, normalises, calls an adapter, counts
+    forward.py  ``HttpForwarder``: a tool's HTTP exchange sent on to its own host (the
+                live side of the ``http`` kind, whatever the adapter)
     _config.py  the manifest keys every HTTP adapter shares, checked
     _http.py    deadlines, bounded retries, ``Retry-After``, capped reads, secret-free errors
     _secrets.py long pieces of the API key: found in text, redacted from HTTP logs

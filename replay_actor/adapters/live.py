@@ -8,6 +8,9 @@ returns the adapter's neutral response::
 
     request --normalise_request--> plain neutral dict --adapter.complete--> vendor API
     neutral response {"content", "tool_calls", "finish_reason", "usage"} <--+
+
+A tool's HTTP exchange (kind ``http``, docs/tools.md) names its own live endpoint, its
+host: whatever the adapter, it goes to a forwarder (``forward.py``) that sends it there.
 """
 
 from __future__ import annotations
@@ -15,15 +18,19 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from .._errors import ProviderClosed, ReplayError
+from .._http_kind import HTTP
 from .._interface import ReleasedOnExit, complete_each
 from .._request import RequestLike, canonical_request_and_reasoning
 from ..vendors import refuse_unfaithful
 from .base import Adapter
+
+if TYPE_CHECKING:
+    from .forward import HttpForwarder
 
 __all__ = ["LiveProvider", "prepare_request"]
 
@@ -87,6 +94,18 @@ class LiveProvider(ReleasedOnExit):
         self._calls = 0
         self._failures = 0
         self._closed = False
+        self._forwarder: HttpForwarder | None = None
+
+    def _for(self, plain: dict[str, Any]) -> Adapter:
+        """The adapter that asks ``plain``: a tool's exchange goes to its own host."""
+        if plain.get("kind") != HTTP:
+            return self._adapter
+        with self._lock:
+            if self._forwarder is None:
+                from .forward import HttpForwarder
+
+                self._forwarder = HttpForwarder()
+            return self._forwarder
 
     @property
     def closed(self) -> bool:
@@ -107,7 +126,7 @@ class LiveProvider(ReleasedOnExit):
         _refuse(plain, self._keeps_logprobs)
         self._begin()
         try:
-            return self._adapter.complete(_for_model(plain))
+            return self._for(plain).complete(_for_model(plain))
         except BaseException:
             self._failed()
             raise
@@ -117,7 +136,7 @@ class LiveProvider(ReleasedOnExit):
         _refuse(plain, self._keeps_logprobs)
         self._begin()
         try:
-            return await self._adapter.acomplete(_for_model(plain))
+            return await self._for(plain).acomplete(_for_model(plain))
         except BaseException:
             self._failed()
             raise
@@ -162,7 +181,10 @@ class LiveProvider(ReleasedOnExit):
             if self._closed:
                 return
             self._closed = True
+            forwarder, self._forwarder = self._forwarder, None
         self._adapter.close()
+        if forwarder is not None:
+            forwarder.close()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

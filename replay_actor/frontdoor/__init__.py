@@ -15,9 +15,15 @@ any language with no code changed (docs/front-door.md).
 - ``sockets``: the host's path sockets, hidden from a sealed child in a mount namespace;
 - ``summary``: ``run``'s last word: the summary line and the exit status;
 - ``misses``: each miss said on stderr as it happens, with the ``add`` command that
-  answers it, and the missed request saved to the fixture's request sidecar.
+  answers it, and the missed request saved to the fixture's request sidecar;
+- ``tools``: a tool's HTTP exchange through the proxy (another host's request), read
+  into an ``http`` request and answered from the provider (docs/tools.md);
+- ``tunnel``: ``CONNECT``: the tunnel's TLS terminated, each request inside served as
+  its host's;
+- ``authority``: the run's ephemeral certificate authority, its owner-only folder and
+  the bundle the child trusts.
 
-Needs the ``serve`` extra (uvicorn).
+Needs the ``serve`` extra (uvicorn, cryptography).
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ Runs in: the ``run`` process, before the child is spawned. This module owns
   variables and every key or credential variable above are secrets, and any other
   variable whose value is one of them, or holds a long piece of one (a header line,
   the key plus a newline), is left out;
-- the proxy variables of a sealed run (:mod:`.proxy`);
+- the proxy variables of a sealed run, or of a run that freezes tools (:mod:`.proxy`),
+  and the variables naming the roots the child trusts (``trust``: the run's bundle,
+  :mod:`.authority`);
 - the warning that names (never shows) a foreign vendor's key no variable redirects.
 """
 
@@ -123,12 +125,14 @@ def child_environment(
     secret_names: Iterable[str],
     *,
     no_proxy: str | None = None,
+    trust: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The child's environment: ``environ`` without any secret (``secret_names``, every
     key variable and credential) or any variable holding one, without the switches,
     with every client's variable pointed at the front door and every key variable set to
-    the token. ``no_proxy``: set the proxy variables too (a sealed run), with this
-    ``NO_PROXY``."""
+    the token. ``no_proxy``: set the proxy variables too (a sealed run, or one that
+    freezes tools), with this ``NO_PROXY``; ``trust``: variables that name the roots the
+    child trusts (set last)."""
     token = info["token"]
     secret_vars = {*secret_names, *KEY_VARIABLES, *_FOREIGN_KEYS, *_CREDENTIALS}
     secrets = {environ[n].strip() for n in secret_vars if environ.get(n, "").strip()}
@@ -149,6 +153,8 @@ def child_environment(
         env[variable] = environ.get(variable) or value
     if no_proxy is not None:
         env.update(proxy_variables(info["url"], no_proxy))
+    if trust is not None:
+        env.update(trust)
     return env
 
 

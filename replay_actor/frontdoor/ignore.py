@@ -94,9 +94,8 @@ class IgnoredHosts:
             if not dot:
                 return False
 
-    async def answer(self, send: Send, authority: str) -> None:
-        """Refuse a request for an ignored host at once: 403 ``replay_ignored``,
-        ``x-should-retry: false``, counted and logged as ``ignored``."""
+    def _refusal(self, authority: str) -> bytes:
+        """Count and log one ignored request; the body of its 403."""
         host = host_of(authority)
         self._outcomes.add("ignored")
         self._logged(host)
@@ -104,15 +103,33 @@ class IgnoredHosts:
             f"replay-actor: requests for {host} are ignored (provider.ignore in the "
             "manifest); nothing was sent"
         )
-        body = msgspec.json.encode({"error": {"type": "replay_ignored", "message": message}})
+        return msgspec.json.encode({"error": {"type": "replay_ignored", "message": message}})
+
+    async def answer(self, send: Send, authority: str) -> None:
+        """Refuse a request for an ignored host at once: 403 ``replay_ignored``,
+        ``x-should-retry: false``, counted and logged as ``ignored``."""
+        body = self._refusal(authority)
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",
             "status": 403,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"x-should-retry", b"false"),
-                (b"content-length", str(len(body)).encode()),
-            ],
+            "headers": [(name.encode(), value.encode()) for name, value in _headers(body)],
         }
         await send(start)
         await send({"type": "http.response.body", "body": body})
+
+    def raw_answer(self, authority: str) -> bytes:
+        """The same refusal as raw HTTP/1.1 bytes, closing the connection: for a
+        ``CONNECT`` a tunnel would otherwise open (docs/tools.md)."""
+        body = self._refusal(authority)
+        lines = [b"HTTP/1.1 403 Forbidden"]
+        lines += [f"{name}: {value}".encode() for name, value in _headers(body)]
+        lines.append(b"connection: close")
+        return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+def _headers(body: bytes) -> list[tuple[str, str]]:
+    return [
+        ("content-type", "application/json"),
+        ("x-should-retry", "false"),
+        ("content-length", str(len(body))),
+    ]

@@ -8,8 +8,9 @@ failed a call. It owns, for a replay or record manifest:
 - what is said, once per distinct request (a retrying SDK asks again; the author needs
   to hear it once): for a miss, the hash, the nearest recorded request's differing paths
   (``ReplayMiss.nearest``, from ``authoring/explain.py``) and the exact ``replay-actor
-  add`` command that answers it; for an exhausted sequence, the ``add --next`` command
-  that gives it one more response;
+  add`` command that answers it (for a tool's HTTP exchange, also the form of a whole
+  stored http response, docs/tools.md); for an exhausted sequence, the ``add --next``
+  command that gives it one more response;
 - saving the missed request (its normalised neutral form) to the fixture's request
   sidecar (``files/sidecar.py``), so ``explain FIXTURE HASH`` and ``add`` need nothing
   written by hand;
@@ -49,6 +50,10 @@ ANSWER_ARGS: Final[dict[str, tuple[str, str]]] = {
 _CONTENT: Final = (f"--content {shlex.quote(ANSWER_PLACEHOLDER)}", "")
 #: How many differing paths a miss line names (``explain`` names them all).
 _PATHS_SHOWN: Final = 6
+#: A tool's HTTP exchange is answered by a stored http response (docs/tools.md).
+_HTTP_RESPONSE: Final = (
+    '{"status": 200, "headers": [["content-type", "application/json"]], "text": "…"}'
+)
 _PREFIX: Final = "replay-actor: "
 _INDENT: Final = "  "
 
@@ -158,6 +163,11 @@ class MissReporter:
         if kind == "miss":
             lines.append(f"why: replay-actor explain {fixture} {digest}")
             lines.append(f"fix:  replay-actor add {fixture} {digest} {answer}")
+            if request_kind == "http":
+                lines.append(
+                    f"or:   replay-actor add {fixture} {digest} --response RESPONSE.json, "
+                    f"a whole http response: {_HTTP_RESPONSE}"
+                )
         else:
             lines.append("every response of its sequence was served; one more with:")
             lines.append(f"fix:  replay-actor add {fixture} {digest} --next {answer}")

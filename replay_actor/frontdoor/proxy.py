@@ -16,7 +16,10 @@ sends every request for another host here instead of to the host:
   stderr (``report``), so a client that swallows the error still leaves a trace and a
   non-zero exit;
 - an absolute-form request for the front door itself (a client that proxies even the
-  addresses ``NO_PROXY`` lists) is served as if it had come directly.
+  addresses ``NO_PROXY`` lists) is served as if it had come directly;
+- when ``run`` freezes tools (``tools``: a replay or record manifest), an absolute-form
+  request for another host is that host's exchange instead (:mod:`.tools`), and a
+  ``CONNECT`` never reaches this application: the tunnel takes it (:mod:`.tunnel`).
 
 The absolute form is seen only because the front door runs uvicorn on h11, which hands
 the request target to the application as it came (httptools keeps only the path).
@@ -30,7 +33,6 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..serving import Outcomes
 from .app import Receive, Scope, Send
 from .ignore import IgnoredHosts, host_of
 
@@ -63,9 +65,11 @@ def blocked_advice(authority: str) -> str:
 
 
 class ProxyRefusal:
-    """``ProxyRefusal(app, authorities, outcomes, report)``: ``app`` behind a proxy that
+    """``ProxyRefusal(app, authorities, blocked, report)``: ``app`` behind a proxy that
     refuses every host but the front door's own ``authorities`` (``"127.0.0.1:8080"``);
-    ``logged(host)`` is told of each refusal (the run log). ``ignore``, when set, answers
+    ``blocked(host)`` counts each refusal (and writes its run-log line), ``report(host)``
+    says it on stderr once per host; ``tools(scheme, host, port)``, when given, is the
+    application of another host's exchanges (:mod:`.tools`). ``ignore``, when set, answers
     the hosts the manifest ignores, before anything else is done with them."""
 
     #: The manifest's ignored hosts (:mod:`.ignore`), asked first about every other host.
@@ -75,15 +79,15 @@ class ProxyRefusal:
         self,
         app: ASGIApp,
         authorities: Collection[str],
-        outcomes: Outcomes,
+        blocked: Callable[[str], None],
         report: Callable[[str], None],
         *,
-        logged: Callable[[str], None] = lambda host: None,
+        tools: Callable[[str, str, int], ASGIApp] | None = None,
     ) -> None:
         self._app = app
-        self._logged = logged  # the run log's line for each refusal (docs/attribution.md)
+        self._tools = tools
+        self._blocked = blocked
         self._authorities = frozenset(a.lower() for a in authorities)
-        self._outcomes = outcomes
         self._report = report
         self._reported: set[str] = set()
 
@@ -100,10 +104,17 @@ class ProxyRefusal:
             return
         parts = urlsplit(target)
         authority = parts.netloc.rpartition("@")[2].lower()
+        path = parts.path or "/"
+        inner = {**scope, "path": path, "raw_path": path.encode("latin-1")}
         if authority in self._authorities:
-            path = parts.path or "/"
-            scope = {**scope, "path": path, "raw_path": path.encode("latin-1")}
-            await self._app(scope, receive, send)
+            await self._app(inner, receive, send)
+            return
+        if self.ignore is not None and self.ignore.matches(authority or target):
+            await self.ignore.answer(send, authority or target)
+            return
+        origin = self._origin(parts.scheme, authority)
+        if origin is not None and self._tools is not None:
+            await self._tools(*origin)(inner, receive, send)
             return
         await self._foreign(send, authority or target, f"{scope['method']} {target}")
 
@@ -115,9 +126,17 @@ class ProxyRefusal:
             return
         await self._refuse(send, host, request)
 
+    @staticmethod
+    def _origin(scheme: str, authority: str) -> tuple[str, str, int] | None:
+        from .tunnel import parse_authority
+
+        if scheme not in ("http", "https"):
+            return None
+        parsed = parse_authority(authority, 443 if scheme == "https" else 80)
+        return None if parsed is None else (scheme, *parsed)
+
     async def _refuse(self, send: Send, host: str, request: str) -> None:
-        self._outcomes.add("blocked")
-        self._logged(host)
+        self._blocked(host)
         if host not in self._reported:
             self._reported.add(host)
             self._report(host)

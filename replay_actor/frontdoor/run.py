@@ -15,6 +15,10 @@ This module owns
   no-telemetry switches (:mod:`.switches`) and, for a manifest with ``clock``,
   COMMAND's own clock (:mod:`.clock`: its library found and tried before anything
   starts);
+- the world frozen: for a replay or record manifest, the run's certificate authority
+  (:mod:`.authority`, removed when ``run`` ends) and the proxy's tool exchanges
+  (:mod:`.tools`): the child's proxy variables point at the front door whatever the
+  seal, and its trust variables at the run's bundle (docs/tools.md);
 - each miss said on stderr as it happens, by :mod:`.misses`'s reporter;
 - fate-sharing: the child is sent SIGTERM if ``run`` dies (the parent-death signal, set
   in the child between fork and exec by a ``preexec_fn`` whose calls are resolved before
@@ -62,6 +66,7 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
     from ..manifest import Manifest, ManifestLike
+    from .tools import ToolSettings
 
 __all__ = [
     "SEALS",
@@ -143,23 +148,33 @@ class _Launch:
         command: Sequence[str],
         secret_names: set[str],
         seal: str,
+        *,
         clock: Clock | None = None,
+        tools: ToolSettings | None = None,
     ) -> None:
         self._door = door
         self._command = command
         self._secrets = secret_names
         self._wanted = seal  # namespace, auto (namespace, else proxy), proxy or off
+        self._tools = tools
         self.seal = "namespace" if seal == "auto" else seal
         self.refused = False
         self.clock = clock
 
     def environment(self, seal: str) -> dict[str, str]:
-        no_proxy = {
-            "namespace": _NAMESPACE_NO_PROXY,
-            # Only the front door: the host's other loopback services are not the child's.
-            "proxy": f"{self._door.url.removeprefix('http://')},localhost:{self._door.address[1]}",
-        }.get(seal)
-        env = child_environment(os.environ, self._door.info, self._secrets, no_proxy=no_proxy)
+        # Only the front door: the host's other loopback services are not the child's.
+        door_only = f"{self._door.url.removeprefix('http://')},localhost:{self._door.address[1]}"
+        no_proxy = {"namespace": _NAMESPACE_NO_PROXY, "proxy": door_only}.get(seal)
+        trust = None
+        if self._tools is not None:
+            # Frozen tools: every other host's exchange comes through the front door; the
+            # loopback a namespace gives the child is reached directly, so a recording
+            # leaves it alone too (docs/tools.md, "Which requests").
+            no_proxy = no_proxy or _NAMESPACE_NO_PROXY
+            trust = self._tools.authority.variables()
+        env = child_environment(
+            os.environ, self._door.info, self._secrets, no_proxy=no_proxy, trust=trust
+        )
         env.update(switch_variables(os.environ, sealed=seal != "off"))
         if self.clock is not None:
             # Taken last, just before the spawn: the offset is counted from now.
@@ -339,7 +354,9 @@ def run_command(
     clock = prepare_clock(read.clock, os.environ)
     # The key is read here, into the adapter, before the child's environment exists.
     provider: Provider = open_provider(read, log=log)
+    tools: ToolSettings | None = None
     try:
+        tools = _tool_settings(read)
         chosen = seal or ("auto" if read.kind == "replay" else "off")
         door = FrontDoor(
             provider,
@@ -348,12 +365,13 @@ def run_command(
             release_on_close=False,
             report_blocked=_report_blocked,
             on_failure=reporter_for(read),
+            tools=tools,
         )
         door.ignore(read.ignore)
         warning = foreign_key_warning(os.environ)
         if warning is not None:
             print(warning, file=sys.stderr)
-        launch = _Launch(door, command, secret_names(read), chosen, clock)
+        launch = _Launch(door, command, secret_names(read), chosen, clock=clock, tools=tools)
         # A recorder's ``compact`` (through the run log's wrapper too), for the signals.
         compact = getattr(provider, "compact", None) if read.kind == "record" else None
         status = asyncio.run(_run_then_close(door, launch, compact))
@@ -363,3 +381,18 @@ def run_command(
         return exit_status(status, door.outcomes, allow_misses=allow_misses)
     finally:
         provider.release()
+        if tools is not None:
+            tools.authority.close()
+
+
+def _tool_settings(manifest: Manifest) -> ToolSettings | None:
+    """How a manifest with a fixture freezes tools (a live one does not: its child
+    reaches the tools itself)."""
+    if manifest.kind == "live":
+        return None
+    from .authority import RunAuthority
+    from .tools import ToolSettings
+
+    return ToolSettings(
+        RunAuthority(), header_names=manifest.http_headers, forwards=manifest.kind == "record"
+    )

@@ -12,7 +12,10 @@ serve``, or ``replay-actor run`` beside its child). :class:`FrontDoor` owns
   signal instead of exiting 0 after releasing the provider;
 - the random token, and the ready line ``{"url", "openai_base_url",
   "anthropic_base_url", "gemini_base_url", "token"}``: a base URL for each family that
-  declares one (``vendors.FAMILIES``, ``ready``).
+  declares one (``vendors.FAMILIES``, ``ready``);
+- with ``tools`` (``replay-actor run`` of a replay or record manifest), the proxy's
+  other hosts: their exchanges (:mod:`.tools`) and ``CONNECT`` tunnels (:mod:`.tunnel`,
+  through uvicorn's HTTP/1.1 protocol with tunnels).
 
 The base URLs are what each vendor's SDK joins its own paths to: openai posts
 ``{base}/chat/completions`` and ``{base}/responses`` (so its base ends in ``/v1``),
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
     from ..manifest import ManifestLike
+    from .tools import ToolSettings
 
 __all__ = [
     "DEFAULT_HOST",
@@ -128,6 +132,7 @@ class FrontDoor:
         release_on_close: bool = True,
         report_blocked: Callable[[str], None] = lambda host: None,
         on_failure: FailureHook | None = None,
+        tools: ToolSettings | None = None,
     ) -> None:
         try:
             import uvicorn
@@ -150,18 +155,23 @@ class FrontDoor:
         self.address: tuple[str, int] = (bound_host, bound_port)
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url: str = f"http://{shown}:{bound_port}"
+        front = FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes)
+        # With tools, other hosts' exchanges are served, CONNECT tunnels opened.
+        exchanges, http = (
+            (None, "h11") if tools is None else tools.serve(self._serving, front, self._ignored)
+        )
         app = self._proxy = ProxyRefusal(
-            FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes),
+            front,
             (f"{shown}:{bound_port}", f"localhost:{bound_port}"),
-            self.outcomes,
+            self._blocked,
             report_blocked,
-            logged=self._log_blocked,
+            tools=exchanges,
         )
         config = uvicorn.Config(
             app,
             # h11, never httptools: a proxied request's absolute-form target must reach
             # ProxyRefusal whole (httptools keeps only its path), and a CONNECT with it.
-            http="h11",
+            http=http,
             lifespan="off",
             access_log=False,
             log_level="warning",
@@ -173,18 +183,21 @@ class FrontDoor:
         self._server = _server_class()(config)
         self._task: asyncio.Task[None] | None = None
 
-    def _log_blocked(self, host: str) -> None:
-        # Counted by the proxy; a provider that records where calls came from (the run
-        # log's) is told of the refusal too.
-        provider = self._serving.provider
-        if isinstance(provider, Attributed):
-            provider.refused("blocked", host)
+    def _blocked(self, host: str) -> None:
+        # Counted; a provider that records where calls came from (the run log's) is
+        # told of the refusal too.
+        self._serving.refused("blocked", host)
 
     def ignore(self, hosts: Collection[str]) -> None:
         """Answer proxied requests for ``hosts`` (the manifest's ``provider.ignore``) as
         ignored: refused at once, counted as ``ignored``, not a failure (:mod:`.ignore`)."""
         if hosts:
             self._proxy.ignore = IgnoredHosts(hosts, self.outcomes, self._log_ignored)
+
+    def _ignored(self, authority: str) -> bytes | None:
+        """A tunnel's raw refusal when the manifest ignores its host (None: it does not)."""
+        ignore = self._proxy.ignore
+        return ignore.raw_answer(authority) if ignore and ignore.matches(authority) else None
 
     def _log_ignored(self, host: str) -> None:
         provider = self._serving.provider

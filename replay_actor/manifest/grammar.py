@@ -54,10 +54,13 @@ _KEYS: Final = {
             "timeout",
             "backend",
             "log",
+            "http_headers",
             *_EVERY_KIND,
         }
     ),
-    "record": frozenset({"kind", "fixture", "data", "ceilings", "live", "log", *_EVERY_KIND}),
+    "record": frozenset(
+        {"kind", "fixture", "data", "ceilings", "live", "log", "http_headers", *_EVERY_KIND}
+    ),
     "live": frozenset({"kind", "live", "log", *_EVERY_KIND}),
 }
 #: The ``[provider]`` keys that hold paths relative to the manifest's folder.
@@ -137,6 +140,9 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
     #: settled to UTC: ``"2026-01-01T00:00:00Z"``; docs/front-door.md, "The clock").
     #: A ``datetime`` with a zone is taken too.
     clock: str | None = None
+    #: The request headers a tool's HTTP exchange hashes, in lower case (replay, record;
+    #: docs/tools.md). Never a credential.
+    http_headers: tuple[str, ...] = ("content-type",)
 
     def __post_init__(self) -> None:
         _check(self)
@@ -160,7 +166,7 @@ class Manifest(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if name in ("live", "ceilings") or _is_default(value, default):
                 continue
-            table[name] = list(value) if name == "ignore" else value
+            table[name] = list(value) if isinstance(value, tuple) else value
         if self.ceilings != DEFAULT_CEILINGS:
             table["ceilings"] = {
                 name: value
@@ -342,6 +348,8 @@ def _check(manifest: Manifest) -> None:
         settled["live"] = _adapter_table(table.values["live"], "provider.live")
     else:
         settled.update(_replay(table, here))
+    if kind != "live":
+        settled["http_headers"] = _http_headers(table)
     for name, value in settled.items():
         force_setattr(manifest, name, value)
 
@@ -426,6 +434,26 @@ def _clock(table: _Table) -> str | None:
             key=key,
         )
     return instant.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _http_headers(table: _Table) -> tuple[str, ...]:
+    """``provider.http_headers``: header names, in lower case, none a credential."""
+    from .._http_kind import is_credential_header
+
+    key = table.key("http_headers")
+    given = table.values.get("http_headers", _DEFAULTS["http_headers"])
+    if not isinstance(given, list | tuple) or not all(type(n) is str and n for n in given):
+        raise ManifestError(f"{key} must be a list of header names", key=key)
+    names = tuple(dict.fromkeys(name.strip().lower() for name in given))
+    for name in names:
+        if not name or any(c.isspace() or c == ":" or not c.isprintable() for c in name):
+            raise ManifestError(f"{key} must be a list of header names", key=key)
+        if is_credential_header(name):
+            raise ManifestError(
+                f"{key} names a credential header; credentials are never hashed or recorded",
+                key=key,
+            )
+    return names
 
 
 def _ceilings(table: _Table) -> Ceilings:

@@ -60,7 +60,7 @@ from __future__ import annotations
 from ._answer import Answer, Headers, error_answer
 from ._exchange import API_NAMES, SCOPE_HEADER, Api, Call, Exchange
 from ._outcomes import KINDS, Kind, Outcomes
-from ._serving import AsyncServing, FailureHook, Serving, outcome_of
+from ._serving import AsyncServing, FailureHook, Serving, failure_answer, outcome_of
 
 __all__ = [
     "API_NAMES",
@@ -77,5 +77,6 @@ __all__ = [
     "Outcomes",
     "Serving",
     "error_answer",
+    "failure_answer",
     "outcome_of",
 ]

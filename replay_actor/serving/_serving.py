@@ -14,19 +14,22 @@ exception: the SDKs would retry an exception as a connection error.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._interface import Attributed
+from .._response import Unexpressible
 from ..attribution.provider import outcome_word
-from ._answer import Answer, Headers
-from ._exchange import Api, Call, Exchange
+from ._answer import Answer, Headers, _envelope_vendor
+from ._exchange import Api, Call, Exchange, _failure
 from ._outcomes import Kind, Outcomes
 from .batches import BatchWork
 
 if TYPE_CHECKING:
     from .._interface import Provider
 
-__all__ = ["AsyncServing", "FailureHook", "Serving", "outcome_of"]
+__all__ = ["AsyncServing", "FailureHook", "Serving", "failure_answer", "outcome_of"]
+
+_Rendered = TypeVar("_Rendered")
 
 #: ``on_failure(request, exc)``: the neutral request a provider call failed for, and why.
 FailureHook = Callable[[dict[str, Any], BaseException], None]
@@ -44,6 +47,13 @@ _SUMMARY_KIND: Final[dict[str, Kind]] = {
 def outcome_of(exc: BaseException) -> Kind:
     """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
     return _SUMMARY_KIND[outcome_word(exc)]
+
+
+def failure_answer(exc: BaseException) -> Answer:
+    """The answer to a failed call that no vendor shape read (a tool's HTTP exchange,
+    docs/tools.md): the status and error type a vendor's call gets for the same failure
+    (the package's table), in OpenAI's envelope, ``{"error": {"message", "type"}}``."""
+    return _failure(_envelope_vendor("openai"), exc)
 
 
 class _Serving:
@@ -191,6 +201,34 @@ class AsyncServing(_Serving):
         except Exception as exc:
             return self._failed(prepared, exc)
         return self._counted(prepared.answer(response))
+
+    async def ask(
+        self,
+        request: dict[str, Any],
+        via: tuple[str, str],
+        render: Callable[[dict[str, Any]], _Rendered],
+    ) -> _Rendered | Exception:
+        """Ask the provider once for a request read elsewhere (a tool's HTTP exchange,
+        docs/tools.md), ``via`` where it came from: ``render(response)``, or the exception
+        the call (or ``render``, which may raise ``Unexpressible``) failed with. Counted,
+        logged and reported as every call is."""
+        try:
+            if self._attributed is not None:
+                response = await self._attributed.acomplete_via(request, via)
+            else:
+                response = await self._provider.acomplete(request)
+        except Exception as exc:
+            self._count(outcome_of(exc))
+            if self._on_failure is not None:
+                self._on_failure(request, exc)
+            return exc
+        try:
+            rendered = render(response)
+        except Unexpressible as exc:
+            self._count("failed")
+            return exc
+        self._count("served")
+        return rendered
 
     async def aclose(self) -> None:
         if self._release_on_close:

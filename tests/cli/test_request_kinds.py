@@ -84,3 +84,63 @@ def test_explain_of_a_request_without_messages_counts_no_messages(tmp_path: Path
     assert '  1 path differs (recorded → requested):\n  prompt: "Once" → "Twice"' in (
         explained.stdout
     )
+
+
+def _search(query: str) -> dict[str, object]:
+    """A tool's HTTP request (docs/tools.md): a search for ``query``."""
+    return {
+        "kind": "http",
+        "method": "GET",
+        "scheme": "https",
+        "host": "api.search.example",
+        "port": 443,
+        "path": "/search",
+        "query": [["q", query]],
+    }
+
+
+def test_an_http_request_through_the_authoring_commands(tmp_path: Path) -> None:
+    request = tmp_path / "paris.json"
+    request.write_text(json.dumps(_search("paris")))
+    digest = _cli("hash", request).stdout.strip()
+    assert digest == request_hash(_search("paris"))
+    response = tmp_path / "answer.json"
+    stored = {"status": 200, "headers": [["content-type", "application/json"]], "text": "[]"}
+    response.write_text(json.dumps(stored))
+    fixture = tmp_path / "f.jsonl"
+    added = _cli("add", fixture, digest, "--response", response, "--request", request)
+    assert added.returncode == 0, added.stderr
+    assert json.loads(_cli("lookup", fixture, request).stdout) == stored
+    other = tmp_path / "rome.json"
+    other.write_text(json.dumps(_search("rome")))
+    explained = _cli("explain", fixture, other)
+    assert explained.returncode == 3
+    assert 'query[0][1]: "paris" → "rome"' in explained.stdout
+    inspection = tmp_path / "run.inspection.jsonl"
+    missed = _cli("lookup", fixture, other, "--inspection", inspection)
+    assert missed.returncode == 3
+    covered = _cli("coverage", fixture, inspection, "--json")
+    assert covered.returncode == 0, covered.stderr
+    report = json.loads(covered.stdout)
+    assert report["misses"] == [{"request_hash": request_hash(_search("rome")), "count": 1}]
+
+
+def test_runs_of_tool_calls_compare(tmp_path: Path) -> None:
+    from replay_actor import open_provider
+    from replay_actor.cli import main
+
+    fixture = tmp_path / "f.jsonl"
+    entries = [
+        {"schema_version": 1, "request_hash": request_hash(_search(q)), "response": {"text": q}}
+        for q in ("paris", "rome")
+    ]
+    fixture.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    logs = []
+    for name, query in (("base", "paris"), ("cand", "rome")):
+        log = tmp_path / f"{name}.log"
+        manifest = {"provider": {"kind": "replay", "fixture": str(fixture), "log": str(log)}}
+        with open_provider(manifest) as provider:
+            provider.complete(_search(query))
+        logs.append(str(log))
+    assert main(["compare", *logs]) == 1  # the one sample diverged at its only call
+    assert main(["compare", logs[0], logs[0]]) == 0

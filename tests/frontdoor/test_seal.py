@@ -1,7 +1,9 @@
 """A sealed run (docs/front-door.md, "The seal" and "Nothing fails quietly"): under
 ``replay-actor run`` COMMAND reaches the front door and nothing else, a proxied request
-is refused, named and counted, no real key reaches the child in any form, every run
-ends with one summary line, and a call that failed closed makes ``run`` exit 4.
+for another host is answered from the fixture or missed (docs/tools.md), named and
+counted (``serve``, which freezes no tools, refuses it), no real key reaches the child in
+any form, every run ends with one summary line, and a call that failed closed makes
+``run`` exit 4.
 
 Every probe aims at 127.0.0.1: a listener of this test's own on the host's loopback
 stands for "anything else"; names such as ``vendor.example`` only ever reach the front
@@ -180,24 +182,26 @@ PROXIED = textwrap.dedent(
 )
 
 
-def test_the_proxy_seal_refuses_names_and_counts_proxied_requests_and_connect(
+def test_the_proxy_seal_answers_proxied_requests_and_connect_from_the_fixture_only(
     greeting: Path, host_listener: socket.socket
 ) -> None:
+    # Each proxied request (plain HTTP, and HTTPS through a CONNECT tunnel the run's
+    # authority terminates) is a tool's exchange: answered from the fixture, which has
+    # none of them, so each misses, is named with its add command and is counted; the
+    # host itself is never reached.
     port = port_of(host_listener)
     done = run_cli(greeting, [PY, "-c", PROXIED, port], flags=("--seal", "proxy"))
-    assert done.returncode == 4, done.stderr  # the child exited 0; three calls were blocked
+    assert done.returncode == 4, done.stderr  # the child exited 0; three calls missed
     out = json.loads(done.stdout)
     assert out["content"] == "hello"  # NO_PROXY names the front door: served directly
-    status, message = out["http"]
-    assert status == 403
-    assert "GET http://vendor.example/v1/chat/completions was refused" in message
-    assert out["host"][0] == 403 and f"127.0.0.1:{port}" in out["host"][1]
-    assert "403" in out["https"]  # the CONNECT tunnel was refused
+    for fetched in (out["http"], out["host"], out["https"]):
+        status, message = fetched
+        assert status == 404
+        assert message.startswith("no replay fixture matches this request (request_hash: ")
     assert accepted(host_listener) == 0
-    for host in ("vendor.example", f"127.0.0.1:{port}", "api.groq.com:443"):
-        assert f"blocked a request for {host}" in done.stderr
+    assert done.stderr.count("replay-actor: miss: no replay fixture matches") == 3
     assert summary(done.stderr).startswith(
-        "replay-actor: 1 served, 0 missed, 0 exhausted, 3 blocked; fixture sha256:"
+        "replay-actor: 1 served, 3 missed, 0 exhausted, 0 blocked; fixture sha256:"
     )
     assert summary(done.stderr).endswith("; sealed (proxy, best-effort)")
 
@@ -280,7 +284,7 @@ def test_without_namespaces_run_falls_back_to_proxy_and_namespace_refuses(
     assert "note: no network namespace here (unshare failed" in done.stderr
     assert json.loads(done.stdout)["content"] == "hello"
     assert summary(done.stderr).endswith("; sealed (proxy, best-effort)")
-    assert ", 3 blocked;" in summary(done.stderr)
+    assert " 3 missed, 0 exhausted, 0 blocked;" in summary(done.stderr)
 
     refused = subprocess.run(
         _without_namespaces(

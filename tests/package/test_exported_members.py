@@ -13,6 +13,7 @@ EXPECTED = {
     "Ceilings",
     "CompletionRequest",
     "EmbeddingRequest",
+    "HttpRequest",
     "FixtureError",
     "FixtureSet",
     "InspectionPathError",

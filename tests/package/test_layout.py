@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_canonical",
                 "_memo",
                 "_kinds",
+                "_http_kind",
                 "_request",
                 "_response",
                 "_strict_json",

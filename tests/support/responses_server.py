@@ -9,6 +9,8 @@ Scenarios:
 ``weather``    a tool loop: a ``get_weather`` call (``{"city":"Paris"}``, call id
                ``call_{n}``) unless the last input item is a ``function_call_output``,
                then the text ``"Forecast: {that output}"``
+``search``     a tool loop: a ``web_search`` call (``{"query":"weather in Paris"}``) unless the
+               last input item is a ``function_call_output``, then ``"Found: {that output}"``
 ``reasoning``  a reasoning item (with ``encrypted_content``) before the text ``"Hello!"``
 ``think``      ``weather`` with ``REASONING_ITEM`` before the ``get_weather`` call
 ``refusal``    a message whose content is a ``refusal`` part
@@ -85,6 +87,30 @@ def _response(output: list[dict[str, Any]], n: int, status: str = "completed") -
     ).encode()
 
 
+#: The tool-loop scenarios: the tool called, its arguments, the final answer's prefix.
+_TOOL_LOOPS = {
+    "weather": ("get_weather", '{"city":"Paris"}', "Forecast: "),
+    "think": ("get_weather", '{"city":"Paris"}', "Forecast: "),
+    "search": ("web_search", '{"query":"weather in Paris"}', "Found: "),
+}
+
+
+def _tool_loop(scenario: str, last: Any, n: int) -> bytes:
+    """A call of the scenario's tool, or the final answer once its output came back."""
+    name, arguments, prefix = _TOOL_LOOPS[scenario]
+    if isinstance(last, dict) and last.get("type") == "function_call_output":
+        return _response([_text_item(f"{prefix}{last.get('output')}", n)], n)
+    call = {
+        "id": f"fc_live{n}",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": f"call_{n}",
+        "name": name,
+        "arguments": arguments,
+    }
+    return _response([REASONING_ITEM, call] if scenario == "think" else [call], n)
+
+
 class _Handler(JSONHandler):
     def do_POST(self) -> None:
         got, n = self._receive()
@@ -97,21 +123,8 @@ class _Handler(JSONHandler):
             self._send(429, b'{"error":{"code":"rate_limit"}}', {"Retry-After": "0"})
         elif scenario == "echo" or scenario.startswith("429x"):
             self._send(200, _response([_text_item(f"{n}: {_last_user_text(body)}", n)], n))
-        elif scenario in ("weather", "think"):
-            if isinstance(last, dict) and last.get("type") == "function_call_output":
-                text = f"Forecast: {last.get('output')}"
-                self._send(200, _response([_text_item(text, n)], n))
-            else:
-                call = {
-                    "id": f"fc_live{n}",
-                    "type": "function_call",
-                    "status": "completed",
-                    "call_id": f"call_{n}",
-                    "name": "get_weather",
-                    "arguments": '{"city":"Paris"}',
-                }
-                output = [REASONING_ITEM, call] if scenario == "think" else [call]
-                self._send(200, _response(output, n))
+        elif scenario in _TOOL_LOOPS:
+            self._send(200, _tool_loop(scenario, last, n))
         elif scenario == "reasoning":
             self._send(200, _response([REASONING_ITEM, _text_item("Hello!", n)], n))
         elif scenario == "refusal":
