@@ -185,37 +185,39 @@ def _tools(raw: Any) -> list[dict[str, Any]]:
         if type(declarations) is not list:
             raise RequestError(f"tools[{i}].functionDeclarations must be an array")
         for j, raw_decl in enumerate(declarations):
-            where = f"tools[{i}].functionDeclarations[{j}]"
-            decl = _object(raw_decl, where)
-            out: dict[str, Any] = {"name": decl.get("name")}
-            if decl.get("description") is not None:
-                out["description"] = decl["description"]
-            if decl.get("parametersJsonSchema") is not None:
-                if decl.get("parameters") is not None:
-                    raise RequestError(
-                        f"{where} sets both parameters and parametersJsonSchema; keep one"
-                    )
-                out["parameters"] = decl["parametersJsonSchema"]
-            elif decl.get("parameters") is not None:
-                out["parameters"] = _schema(decl["parameters"])
-            extra = sorted(
-                key
-                for key, value in decl.items()
-                if value is not None
-                and key
-                not in {
-                    "name",
-                    "description",
-                    "parameters",
-                    "parametersJsonSchema",
-                    "response",
-                    "responseJsonSchema",
-                }
-            )
-            if extra:
-                raise RequestError(f"{where}.{extra[0]} cannot be replayed")
-            tools.append(out)
+            tools.append(_declaration(raw_decl, f"tools[{i}].functionDeclarations[{j}]"))
     return tools
+
+
+def _declaration(raw: Any, where: str) -> dict[str, Any]:
+    """One function declaration as the neutral tool (at ``where``, for errors)."""
+    decl = _object(raw, where)
+    out: dict[str, Any] = {"name": decl.get("name")}
+    if decl.get("description") is not None:
+        out["description"] = decl["description"]
+    if decl.get("parametersJsonSchema") is not None:
+        if decl.get("parameters") is not None:
+            raise RequestError(f"{where} sets both parameters and parametersJsonSchema; keep one")
+        out["parameters"] = decl["parametersJsonSchema"]
+    elif decl.get("parameters") is not None:
+        out["parameters"] = _schema(decl["parameters"])
+    extra = sorted(
+        key
+        for key, value in decl.items()
+        if value is not None
+        and key
+        not in {
+            "name",
+            "description",
+            "parameters",
+            "parametersJsonSchema",
+            "response",
+            "responseJsonSchema",
+        }
+    )
+    if extra:
+        raise RequestError(f"{where}.{extra[0]} cannot be replayed")
+    return out
 
 
 def _tool_choice(raw: Any) -> Any:
