@@ -6,7 +6,8 @@
                 ``replay_actor.adapters``, then the built-in ones); third-party adapters
                 implement ``Adapter``
     builtin.py  the built-in adapters, one per vendor shape of ``vendors.REGISTRY``
-                (``openai``, ``anthropic``, ``openai-responses``, ``gemini``), made from it
+                (``openai``, ``anthropic``, ``gemini``, ``ollama``, ``cohere``, ...), made
+                from it
     live.py     ``LiveProvider``: validates, normalises, calls an adapter, counts
     _config.py  the manifest keys every HTTP adapter shares, checked
     _http.py    deadlines, bounded retries, ``Retry-After``, capped reads, secret-free errors
