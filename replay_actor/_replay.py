@@ -41,7 +41,7 @@ def miss_explainer(
     return functools.partial(_explain, private=private, fixture=fixture, inspection=inspection_path)
 
 
-def acquire(  # noqa: PLR0913 - the public acquire: its keywords are the documented API
+def acquire(  # noqa: PLR0913 - the public acquire: its documented keywords
     fixture: str | os.PathLike[str],
     *,
     owner_pid: int | None = None,

@@ -175,7 +175,7 @@ class Supervisor:
         self._providers = live
         return live
 
-    def acquire(  # noqa: PLR0913 - the public Supervisor.acquire: replay_actor.acquire's keywords
+    def acquire(  # noqa: PLR0913 - the public Supervisor.acquire: acquire's keywords
         self,
         fixture: str | os.PathLike[str],
         *,
