@@ -41,7 +41,7 @@ def miss_explainer(
     return functools.partial(_explain, private=private, fixture=fixture, inspection=inspection_path)
 
 
-def acquire(
+def acquire(  # noqa: PLR0913 - the public acquire: its documented keywords
     fixture: str | os.PathLike[str],
     *,
     owner_pid: int | None = None,
@@ -61,16 +61,15 @@ def acquire(
     descriptor to spare), ``ActorLost`` if the actor does not come up within
     ``timeout``. Leaves no process and no descriptor behind on failure.
     """
-    return acquisition.acquire(
-        fixture,
+    terms = acquisition.Terms(
         owner_pid=owner_pid,
         private=private,
         ceilings=ceilings,
         inspection_path=inspection_path,
         timeout=timeout,
         inspection_served=inspection_served,
-        explainers=miss_explainer,
     )
+    return acquisition.acquire(fixture, terms, explainers=miss_explainer)
 
 
 class Supervisor(supervisor.Supervisor):

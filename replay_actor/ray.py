@@ -15,6 +15,7 @@ import os
 from ._replay import miss_explainer
 from .fixture import Ceilings
 from .replay.caller import ray_backend
+from .replay.caller.acquisition import Terms
 from .replay.caller.ray_backend import RayReplayProvider
 
 __all__ = ["RayReplayProvider", "acquire"]
@@ -37,11 +38,7 @@ def acquire(
     ``ReplayError`` without Ray or before ``ray.init()``: it uses the Ray cluster this
     process is connected to.
     """
+    terms = Terms(private=private, ceilings=ceilings, timeout=timeout)
     return ray_backend.acquire(
-        fixture,
-        private=private,
-        ceilings=ceilings,
-        timeout=timeout,
-        fixture_bytes=fixture_bytes,
-        explainers=miss_explainer,
+        fixture, terms, fixture_bytes=fixture_bytes, explainers=miss_explainer
     )

@@ -6,7 +6,8 @@
                 ``replay_actor.adapters``, then the built-in ones); third-party adapters
                 implement ``Adapter``
     builtin.py  the built-in adapters, one per vendor shape of ``vendors.REGISTRY``
-                (``openai``, ``anthropic``, ``openai-responses``, ``gemini``), made from it
+                (``openai``, ``anthropic``, ``gemini``, ``ollama``, ``cohere``, ...), made
+                from it
     live.py     ``LiveProvider``: validates, normalises, calls an adapter, counts
     forward.py  ``HttpForwarder``: a tool's HTTP exchange sent on to its own host (the
                 live side of the ``http`` kind, whatever the adapter)
@@ -14,5 +15,14 @@
     _http.py    deadlines, bounded retries, ``Retry-After``, capped reads, secret-free errors
     _secrets.py long pieces of the API key: found in text, redacted from HTTP logs
 
-Nothing here is imported by the replay path.
+Nothing here is imported by the replay path. The other packages take these from here:
+``holds_key_piece`` (whether text shares a long piece with a key: ``run``'s environment)
+and ``toml_type_name`` (a manifest value's type in TOML's words: the manifest's errors).
 """
+
+from __future__ import annotations
+
+from ._config import toml_type_name
+from ._secrets import holds_key_piece
+
+__all__ = ["holds_key_piece", "toml_type_name"]

@@ -73,20 +73,31 @@ def key_piece_spans(text: AnyStr, key: AnyStr) -> list[tuple[int, int]]:
     if not key or not text:
         return []
     length = piece_length(len(key))
-    spans: list[tuple[int, int]] = []
     if length >= len(key):
-        # Only the whole key counts: the C search is fastest.
-        start = text.find(key)
-        while start >= 0:
-            spans.append((start, start + len(key)))
-            start = text.find(key, start + 1)
-        return _merged(spans)
+        return _merged(_whole_key_spans(text, key))
+    return _merged(_sampled_spans(text, key, length))
+
+
+def _whole_key_spans(text: AnyStr, key: AnyStr) -> list[tuple[int, int]]:
+    """Where the whole key occurs (a key only whole counts): the C search is fastest."""
+    spans: list[tuple[int, int]] = []
+    start = text.find(key)
+    while start >= 0:
+        spans.append((start, start + len(key)))
+        start = text.find(key, start + 1)
+    return spans
+
+
+def _sampled_spans(text: AnyStr, key: AnyStr, length: int) -> list[tuple[int, int]]:
+    """The runs of at least ``length`` characters ``text`` shares with ``key``, found
+    from ``text`` sampled every ``length - anchor + 1`` positions (module docstring)."""
     anchor = min(_ANCHOR, length)
     step = length - anchor + 1
     grams: dict[AnyStr, list[int]] = {}
     for j in range(len(key) - anchor + 1):
         grams.setdefault(key[j : j + anchor], []).append(j)
     end_of_text = len(text)
+    spans: list[tuple[int, int]] = []
     for t in range(0, end_of_text - anchor + 1, step):
         offsets = grams.get(text[t : t + anchor])
         if offsets is None:
@@ -99,7 +110,7 @@ def key_piece_spans(text: AnyStr, key: AnyStr) -> list[tuple[int, int]]:
                 b, kb = b + 1, kb + 1
             if b - a >= length:
                 spans.append((a, b))
-    return _merged(spans)
+    return spans
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -102,27 +102,44 @@ _decode: Final = msgspec.json.Decoder(_Line).decode
 def _checked(number: int, raw: bytes, scopes: dict[bytes, str | None]) -> Call | str:
     """The line's call, or the reason it is skipped (``scopes``: the texts of the scopes
     seen so far, by their bytes in the log)."""
-    if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
-        return "nesting_too_deep"
-    try:
-        line = _decode(raw)
-    except msgspec.ValidationError:
-        return "invalid_field"
-    except (msgspec.DecodeError, RecursionError):
-        return "not_json"
-    if line.outcome not in OUTCOMES or line.seq < 0:
-        return "invalid_field"
-    digest = line.request_hash
-    if digest is not None and not _HASH.match(digest):
-        return "invalid_field"
-    if (line.line is not None and line.line < 1) or (line.element is not None and line.element < 0):
+    line = _decoded(raw)
+    if isinstance(line, str):
+        return line
+    if not _fields_valid(line):
         return "invalid_field"
     scope = _text_of(line.scope, scopes)
     row = _text_of(line.row, scopes)
     if scope is _INVALID or row is _INVALID:
         return "invalid_field"
+    digest = line.request_hash
     return Call(
         number, line.seq, line.outcome, digest, line.line, line.element, scope, line.path, row
+    )
+
+
+def _decoded(raw: bytes) -> _Line | str:
+    """A line's fields as typed, or the reason it is skipped: too deep, not JSON, or a
+    field of the wrong type."""
+    if raw.count(b"{") + raw.count(b"[") > MAX_DEPTH and nesting_depth(raw) > MAX_DEPTH:
+        return "nesting_too_deep"
+    try:
+        return _decode(raw)
+    except msgspec.ValidationError:
+        return "invalid_field"
+    except (msgspec.DecodeError, RecursionError):
+        return "not_json"
+
+
+def _fields_valid(line: _Line) -> bool:
+    """Whether a decoded line's values are in range: a known outcome, counts from their
+    first value, a request hash in its form."""
+    digest = line.request_hash
+    return (
+        line.outcome in OUTCOMES
+        and line.seq >= 0
+        and (digest is None or _HASH.match(digest) is not None)
+        and (line.line is None or line.line >= 1)
+        and (line.element is None or line.element >= 0)
     )
 
 

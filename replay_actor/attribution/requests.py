@@ -139,8 +139,20 @@ def question_of(split: Any) -> str | None:
     """The text that identifies a sample: its first request's first user message (else
     its first message with text; an embedding's first text, a completion's prompt),
     shortened; None when the request holds no text."""
+    user, fallback = _message_texts(split.messages)
+    if user is not None:
+        return shorten(user)
+    prompt = _prompt_text(split)
+    if prompt is not None:
+        return shorten(prompt)
+    return None if fallback is None else shorten(fallback)
+
+
+def _message_texts(messages: list[Any]) -> tuple[str | None, str | None]:
+    """The first user message's text (None if no user message has text), and the
+    first text of any message seen up to there (the fallback)."""
     fallback: str | None = None
-    for raw in split.messages:
+    for raw in messages:
         try:
             message = msgspec.json.decode(raw)
         except (msgspec.DecodeError, RecursionError):
@@ -151,8 +163,13 @@ def question_of(split: Any) -> str | None:
         if text is None:
             continue
         if message.get("role") == "user":
-            return shorten(text)
+            return text, fallback
         fallback = fallback or text
+    return None, fallback
+
+
+def _prompt_text(split: Any) -> str | None:
+    """A request without messages: an embedding's first text, a completion's prompt."""
     for name in ("prompt", "texts"):
         value = getattr(split, name, msgspec.UNSET)
         if value is msgspec.UNSET:
@@ -162,7 +179,7 @@ def question_of(split: Any) -> str | None:
         except (msgspec.DecodeError, RecursionError):
             continue
         if isinstance(decoded, list) and decoded and isinstance(decoded[0], str):
-            return shorten(decoded[0])
+            return decoded[0]
         if isinstance(decoded, str):
-            return shorten(decoded)
-    return None if fallback is None else shorten(fallback)
+            return decoded
+    return None

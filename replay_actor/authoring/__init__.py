@@ -5,8 +5,8 @@
 - ``explain``: the miss policy: what a miss's ``nearest`` is, in normal and in private
   mode, and the caps that keep a miss cheap;
 - ``present``: ``replay-actor explain``'s text report and JSON;
-- ``add``: add a response to a fixture, or append one to an entry (a sequence),
-  atomically and under the fixture's lock;
+- ``add``: add a response to a fixture, append one to an entry (a sequence), replace
+  an entry or remove it, atomically and under the fixture's lock;
 - ``coverage``: over runs' inspection records, entries never used, sequences never
   fully consumed, and misses.
 

@@ -26,19 +26,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 import msgspec
 
 from .._errors import FixtureError, RecordingError, RecordingLocked, ReplayError
 from ..files.durable import atomic_write, release_lock, take_lock
-from ..fixture._ceilings import DEFAULT_CEILINGS, Ceilings
-from ..fixture._format import entry_line
-from ..fixture._parse import parse_fixture
-from ..fixture._read import read_fixture_bytes
-
-if TYPE_CHECKING:
-    from ..fixture import FixtureSet
+from ..fixture import (
+    DEFAULT_CEILINGS,
+    Ceilings,
+    FixtureSet,
+    entry_line,
+    parse_fixture,
+    read_fixture_bytes,
+)
 
 __all__ = ["Added", "EntryExists", "OnExisting", "add_response", "remove_entry"]
 
@@ -119,17 +120,10 @@ def add_response(
     written then).
     """
     line = entry_line(request_hash, response=response)  # checks the hash and the response
+    addition = _Addition(request_hash, response, line, on_existing)
 
     def change(data: bytes, current: FixtureSet, shown: str) -> tuple[bytes, Added]:
-        return _added(
-            data,
-            current,
-            shown,
-            request_hash=request_hash,
-            response=response,
-            line=line,
-            on_existing=on_existing,
-        )
+        return _added(data, current, shown, addition)
 
     return _edit(fixture, ceilings, "add", change)
 
@@ -222,16 +216,20 @@ def _edit_locked(
     raise ReplayError(problem)
 
 
+class _Addition(NamedTuple):
+    """What ``add_response`` adds: a response for a hash, its line as a new entry, and
+    what to do if the fixture holds the hash already."""
+
+    request_hash: str
+    response: dict[str, Any]
+    line: bytes
+    on_existing: OnExisting
+
+
 def _added(
-    data: bytes,
-    current: FixtureSet,
-    shown: str,
-    *,
-    request_hash: str,
-    response: dict[str, Any],
-    line: bytes,
-    on_existing: OnExisting,
+    data: bytes, current: FixtureSet, shown: str, addition: _Addition
 ) -> tuple[bytes, Added]:
+    request_hash, response, line, on_existing = addition
     existing = current.responses_for(request_hash)
     if existing is None:
         separator = b"" if not data or data.endswith(b"\n") else b"\n"

@@ -43,7 +43,7 @@ from typing import Any, Final
 import msgspec
 
 from .._errors import ReplayError
-from ..fixture._table import FixtureSet
+from ..fixture import FixtureSet
 
 __all__ = [
     "CoverageReport",

@@ -234,7 +234,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error (code 2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    handler: Callable[[argparse.Namespace], int] = args.handler
+    return _handled(args.handler, args)
+
+
+def _handled(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command's handler: its exit code, or the one its error means (the error
+    said in one line, never a traceback)."""
     try:
         return handler(args)
     except CLIError as exc:
@@ -246,10 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         error(str(exc))
         return EXIT_INVALID
     except OSError as exc:
-        if isinstance(exc, BrokenPipeError):
-            return _broken_pipe()
-        error(exc.strerror or type(exc).__name__)
-        return EXIT_INVALID
+        return _os_error(exc)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
@@ -257,6 +259,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # message could quote a request or a line).
         error(f"internal error ({type(exc).__name__}); please report it")
         return EXIT_INVALID
+
+
+def _os_error(exc: OSError) -> int:
+    """An OS error's exit code: a closed pipe's quietly, any other's with its cause."""
+    if isinstance(exc, BrokenPipeError):
+        return _broken_pipe()
+    error(exc.strerror or type(exc).__name__)
+    return EXIT_INVALID
 
 
 def _broken_pipe() -> int:

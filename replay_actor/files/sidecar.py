@@ -372,25 +372,15 @@ def read_sidecar(
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ReplayError(f"the request sidecar {shown} is not a regular file")
         seen: set[str] = set()
-        consumed = 0
-        number = 0
-        limit = max_line + 1  # the line and its newline
-        while line := handle.readline(limit):
-            number += 1
-            over_long = len(line) == limit and not line.endswith(b"\n")
-            if over_long:
-                consumed += _skip_rest_of_line(handle)
-            elif not line.endswith(b"\n"):
-                return  # a torn last line
-            consumed += len(line)
-            if max_bytes is not None and consumed > max_bytes:
-                return
-            if wanted is not None and not over_long:
+        for number, line in _whole_lines(handle, max_line, max_bytes):
+            if line is None:
+                continue  # over max_line: skipped unread
+            if wanted is not None:
                 digest = line_hash(line[:_REQUEST_AT])
                 if digest is not None and digest not in wanted:
                     continue
             try:
-                entry = None if over_long else _parse_line(line[:-1])
+                entry = _parse_line(line[:-1])
             except _Unusable:
                 continue
             except msgspec.DecodeError:
@@ -398,6 +388,29 @@ def read_sidecar(
             if entry is not None and entry[0] not in seen:
                 seen.add(entry[0])
                 yield entry
+
+
+def _whole_lines(
+    handle: IO[bytes], max_line: int, max_bytes: int | None
+) -> Iterator[tuple[int, bytes | None]]:
+    """(number, line with its newline) of each line of ``handle``, None for a line over
+    ``max_line`` (read past, never held); stops at a torn last line (no newline: a
+    writer crashed mid-append) and before the line that takes the bytes read past
+    ``max_bytes``."""
+    consumed = 0
+    number = 0
+    limit = max_line + 1  # the line and its newline
+    while line := handle.readline(limit):
+        number += 1
+        over_long = len(line) == limit and not line.endswith(b"\n")
+        if over_long:
+            consumed += _skip_rest_of_line(handle)
+        elif not line.endswith(b"\n"):
+            return  # a torn last line
+        consumed += len(line)
+        if max_bytes is not None and consumed > max_bytes:
+            return
+        yield number, None if over_long else line
 
 
 def find_request(path: str | os.PathLike[str], request_hash: str) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from ..adapters._secrets import holds_key_piece
+from ..adapters import holds_key_piece
 from ..vendors import FAMILIES
 from .proxy import proxy_variables
 

@@ -127,27 +127,22 @@ def _replay(manifest: Manifest) -> Provider:
     assert manifest.fixture is not None
     # Both backends explain a miss the same way (the authoring layer's explainer).
     from .._replay import miss_explainer
+    from ..replay.caller.acquisition import Terms, acquire
 
     if manifest.backend == "ray":
         from ..replay.caller.ray_backend import acquire as acquire_on_ray
 
-        on_ray: Provider = acquire_on_ray(
-            manifest.fixture,
-            private=manifest.private,
-            ceilings=manifest.ceilings,
-            timeout=manifest.timeout,
-            explainers=miss_explainer,
+        terms = Terms(
+            private=manifest.private, ceilings=manifest.ceilings, timeout=manifest.timeout
         )
+        on_ray: Provider = acquire_on_ray(manifest.fixture, terms, explainers=miss_explainer)
         return on_ray
-    from ..replay.caller.acquisition import acquire
-
-    provider_handle: Provider = acquire(
-        manifest.fixture,
+    terms = Terms(
         private=manifest.private,
         ceilings=manifest.ceilings,
         inspection_path=manifest.inspection,
         timeout=manifest.timeout,
         inspection_served=manifest.inspection_served,
-        explainers=miss_explainer,
     )
+    provider_handle: Provider = acquire(manifest.fixture, terms, explainers=miss_explainer)
     return provider_handle

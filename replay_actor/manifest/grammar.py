@@ -30,7 +30,7 @@ import msgspec
 from msgspec.structs import force_setattr
 
 from .._errors import ManifestError
-from ..adapters._config import toml_type_name
+from ..adapters import toml_type_name
 from ..fixture import DEFAULT_CEILINGS, Ceilings
 
 __all__ = ["BACKENDS", "KINDS", "AdapterTable", "Manifest", "ManifestLike", "read_manifest"]

@@ -120,14 +120,13 @@ class Committer:
         journal: JournalFile,
         ledger: Ledger,
         *,
-        guard: threading.Lock,
         first_anchor: Callable[[], Anchor],
         sidecar: SidecarWriter,
         after_batch: Callable[[int], None],
     ) -> None:
         self._journal = journal
         self._ledger = ledger
-        self._guard = guard  # the recorder's lock around the ledger
+        self._guard = ledger.lock  # the recorder's callers read the ledger too
         self._first_anchor = first_anchor
         self._sidecar = sidecar
         self._after_batch = after_batch

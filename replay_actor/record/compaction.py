@@ -46,8 +46,14 @@ import msgspec
 
 from .._errors import FixtureError, RecordingError
 from ..files.durable import fsync_dir, write_all
-from ..fixture import Ceilings, parse_fixture, read_fixture_bytes, sequence_line, single_line
-from ..fixture._format import HEAD
+from ..fixture import (
+    Ceilings,
+    kept_line_hash,
+    parse_fixture,
+    read_fixture_bytes,
+    sequence_line,
+    single_line,
+)
 from .journal import (
     Anchor,
     JournalContent,
@@ -194,9 +200,8 @@ _decode_hash: Final = msgspec.json.Decoder(_HashOnly).decode
 
 def _hash_of(line: bytes) -> str:
     """The request hash of a valid fixture line (in any layout)."""
-    if line.startswith(HEAD):
-        return line[len(HEAD) : len(HEAD) + 71].decode("ascii")
-    return _decode_hash(line).request_hash
+    kept = kept_line_hash(line)
+    return kept if kept is not None else _decode_hash(line).request_hash
 
 
 def _grouped(todo: Iterable[Record]) -> dict[str, list[bytes]]:

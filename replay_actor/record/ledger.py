@@ -20,24 +20,24 @@ as if it stayed, so the size errs high, never low: a fixture is never written pa
 
 from __future__ import annotations
 
+import threading
 from typing import Final
 
 from .._errors import FixtureError
-from ..fixture import Ceilings, FixtureSet, Stored, parse_fixture, sequence_line, single_line
-from ..fixture._format import FIXED, HEAD, SEQUENCE_INFIX
+from ..fixture import (
+    Ceilings,
+    FixtureSet,
+    Stored,
+    kept_line_length,
+    parse_fixture,
+    sequence_line,
+    single_line,
+)
 
 __all__ = ["Ledger", "line_length"]
 
-#: A sequence line's length, less its responses and the commas between them.
-_SEQUENCE_FIXED: Final = len(HEAD) + 71 + len(SEQUENCE_INFIX) + len(b"]}")
-
-
-def line_length(count: int, total: int) -> int:
-    """The length of an entry's line in the kept layout, for ``count`` responses whose
-    canonical forms take ``total`` bytes."""
-    if count == 1:
-        return FIXED + total
-    return _SEQUENCE_FIXED + total + count - 1
+#: The length of an entry's line in the kept layout (the fixture's layout rule).
+line_length: Final = kept_line_length
 
 
 class _Entry:
@@ -60,7 +60,8 @@ class _Entry:
 class Ledger:
     """The fixture file as loaded (``base``) plus the records folded in since.
 
-    Not thread-safe: the recorder serialises access to it.
+    Not thread-safe by itself: whoever reads or folds it (the recorder's callers, its
+    writer thread) holds ``lock``, which travels with it.
     """
 
     __slots__ = (
@@ -70,6 +71,7 @@ class Ledger:
         "_version",
         "base",
         "ceilings",
+        "lock",
         "responses",
         "size",
     )
@@ -85,6 +87,7 @@ class Ledger:
         self._touched: dict[str, _Entry] = {}
         self._version = 0
         self._cache: tuple[int, FixtureSet] | None = None
+        self.lock = threading.Lock()
 
     @property
     def entries(self) -> int:

@@ -141,7 +141,6 @@ class RecordingProvider(ReleasedOnExit):
         self._private = private
         self._ceilings = Ceilings() if ceilings is None else ceilings
         self._lock = threading.Lock()  # the cursors, ``_closed``, ``_recorded``
-        self._ledger_lock = threading.Lock()
         self._compacting = threading.Lock()  # one compaction at a time in this process
         self._compactor: threading.Thread | None = None
         self._closed = False
@@ -207,7 +206,6 @@ class RecordingProvider(ReleasedOnExit):
         self._committer = Committer(
             journal,
             ledger,
-            guard=self._ledger_lock,
             first_anchor=lambda: first,
             sidecar=self._sidecar,
             after_batch=self._maybe_compact,
@@ -333,7 +331,7 @@ class RecordingProvider(ReleasedOnExit):
         live = self._live.snapshot()
         if os.getpid() == self._pid and not self._closed:
             self._committer.catch_up()
-        with self._ledger_lock:
+        with self._ledger.lock:
             state = self._ledger.state()
         snap = state.snapshot()  # the set hash, outside the lock: the writer goes on
         with self._lock:

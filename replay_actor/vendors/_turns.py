@@ -10,13 +10,26 @@ model turn, and a system message once the conversation has begun has no form at 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._errors import RequestError
 
-__all__ = ["split_system", "turns"]
+__all__ = ["TurnForms", "split_system", "turns"]
 
 Message = dict[str, Any]
+
+
+class TurnForms(NamedTuple):
+    """How one vendor writes a conversation's turns: ``tool_part`` makes a tool
+    message's part, ``user_parts`` a user message's parts, ``user_turn`` a user turn of
+    parts, ``model_turn`` an assistant message's turn; ``vendor`` names the API in
+    errors."""
+
+    vendor: str
+    tool_part: Callable[[Message], Any]
+    user_parts: Callable[[Message], list[Any]]
+    user_turn: Callable[[list[Any]], Message]
+    model_turn: Callable[[Message], Message]
 
 
 def split_system(
@@ -32,21 +45,10 @@ def split_system(
     return system, messages[i:]
 
 
-def turns(
-    messages: list[Message],
-    *,
-    vendor: str,
-    tool_part: Callable[[Message], Any],
-    user_parts: Callable[[Message], list[Any]],
-    user_turn: Callable[[list[Any]], Message],
-    model_turn: Callable[[Message], Message],
-) -> list[Message]:
-    """``messages`` (no leading system message) as alternating turns.
-
-    ``tool_part`` makes a tool message's part, ``user_parts`` a user message's parts,
-    ``user_turn`` a user turn of parts, ``model_turn`` an assistant message's turn; they
-    are called in the conversation's order. ``vendor`` names the API in the error.
-    """
+def turns(messages: list[Message], forms: TurnForms) -> list[Message]:
+    """``messages`` (no leading system message) as alternating turns, written in the
+    vendor's ``forms`` (called in the conversation's order)."""
+    vendor, tool_part, user_parts, user_turn, model_turn = forms
     out: list[Message] = []
     pending: list[Any] = []  # tool results waiting for their user turn
     for message in messages:

@@ -9,7 +9,7 @@ import socket
 import threading
 
 from replay_actor import ReplayProvider
-from replay_actor.replay.caller.handle import _rebuild
+from replay_actor.replay.caller.handle import Acquired, _rebuild
 
 
 class FakeActor:
@@ -56,7 +56,7 @@ class FakeActor:
                 return  # the test closed us
 
     def handle(self) -> ReplayProvider:
-        return _rebuild(self.address, 1, os.getpid(), False, 5.0)
+        return _rebuild(Acquired(self.address, 1, os.getpid(), False, 5.0))
 
     def close(self) -> None:
         self.listener.shutdown(socket.SHUT_RDWR)

@@ -6,8 +6,10 @@ by its module's name on a command line, ``zygote_client.py``).
 ::
 
     acquisition.py    caller   ``acquire`` (misses explained only if the caller says how)
+                               and its ``Terms``: the public ``acquire``'s keywords
     base.py           caller   ``ReplayHandle``: the calls both backends share, over the core
-    handle.py         caller   ``ReplayProvider``: the local backend's facade
+    handle.py         caller   ``ReplayProvider``: the local backend's facade; ``Acquired``,
+                               all a copy carries
     sync.py           caller   ``SyncLink``: blocking channels, one per thread
     aio.py            caller   ``AsyncLink``, ``LoopLinks``: one event loop's connection
     pipeline.py       caller   ``complete_many``'s batch on one channel

@@ -15,7 +15,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, NamedTuple
 
 from ..._errors import (
     ActorLost,
@@ -33,10 +33,10 @@ from ..io.procs import ProcessHandle, identity
 from ..io.wire import Channel, bounded_timeout, set_timeouts
 from . import dial
 from .base import MissExplainer
-from .handle import ReplayProvider
+from .handle import Acquired, ReplayProvider
 from .zygote_client import zygote
 
-__all__ = ["ExplainerFactory", "acquire", "check_timeout"]
+__all__ = ["ExplainerFactory", "Terms", "acquire", "check_timeout"]
 
 #: ``explainers(fixture, inspection_path, private)``: the miss explainer of an acquisition
 #: of ``fixture`` (absolute paths), or None when a miss has nothing to explain it with.
@@ -60,40 +60,39 @@ def check_timeout(timeout: float) -> float:
     return bounded_timeout(timeout)
 
 
+class Terms(NamedTuple):
+    """An acquisition's terms besides its fixture: the public ``acquire``'s keywords,
+    which travel together from every entry point (``acquire``, ``Supervisor.acquire``,
+    a manifest) to the actor's config. The Ray backend reads ``private``, ``ceilings``
+    and ``timeout`` (Ray owns its actor, which keeps no inspection record)."""
+
+    owner_pid: int | None = None
+    private: bool = False
+    ceilings: Ceilings | None = None
+    inspection_path: str | os.PathLike[str] | None = None
+    timeout: float = 30.0
+    inspection_served: bool = False
+
+
 def acquire(
-    fixture: str | os.PathLike[str],
-    *,
-    owner_pid: int | None = None,
-    private: bool = False,
-    ceilings: Ceilings | None = None,
-    inspection_path: str | os.PathLike[str] | None = None,
-    timeout: float = 30.0,
-    inspection_served: bool = False,
-    explainers: ExplainerFactory | None = None,
+    fixture: str | os.PathLike[str], terms: Terms, *, explainers: ExplainerFactory | None = None
 ) -> ReplayProvider:
     """Spawn this acquisition's cursor actor, wait until it has loaded ``fixture``.
 
-    ``inspection_served``: also log each hit to the inspection record (for
-    ``replay-actor coverage``); it needs ``inspection_path``. ``explainers``: makes
-    the handle's miss explainer (see ``ExplainerFactory``).
+    ``terms.inspection_served``: also log each hit to the inspection record (for
+    ``replay-actor coverage``); it needs ``terms.inspection_path``. ``explainers``:
+    makes the handle's miss explainer (see ``ExplainerFactory``).
 
     Raises ``FixtureError`` (reason and line only) if the fixture is rejected,
     ``ReplayError`` if the owner is not alive or this process lacks a resource (no file
     descriptor to spare), ``ActorLost`` if the actor does not come up within
     ``timeout``. Leaves no process and no descriptor behind on failure.
     """
-    timeout = check_timeout(timeout)
-    if inspection_served and inspection_path is None:
+    timeout = check_timeout(terms.timeout)
+    if terms.inspection_served and terms.inspection_path is None:
         raise InvalidArgument("inspection_served=True needs an inspection_path to log to")
     try:
-        config = _config(
-            fixture,
-            owner_pid=owner_pid,
-            private=private,
-            ceilings=ceilings,
-            inspection_path=inspection_path,
-            inspection_served=inspection_served,
-        )
+        config = _config(fixture, terms)
         explain = None
         if explainers is not None:
             explain = explainers(config.fixture, config.inspection_path, config.private)
@@ -103,28 +102,21 @@ def acquire(
     raise failure
 
 
-def _config(
-    fixture: str | os.PathLike[str],
-    *,
-    owner_pid: int | None,
-    private: bool,
-    ceilings: Ceilings | None,
-    inspection_path: str | os.PathLike[str] | None,
-    inspection_served: bool,
-) -> ActorConfig:
-    owner = os.getpid() if owner_pid is None else owner_pid
+def _config(fixture: str | os.PathLike[str], terms: Terms) -> ActorConfig:
+    owner = os.getpid() if terms.owner_pid is None else terms.owner_pid
     create_time = identity(owner)
     if create_time is None:
         raise OwnerNotAlive(f"the owner process {owner} is not alive")
+    ceilings, inspection = terms.ceilings, terms.inspection_path
     return ActorConfig(
         fixture=os.path.abspath(os.fspath(fixture)),
         owner_pid=owner,
         owner_create_time=create_time,
-        private=bool(private),
+        private=bool(terms.private),
         ceilings=(DEFAULT_CEILINGS if ceilings is None else ceilings).as_dict(),
-        inspection_path=None if inspection_path is None else os.path.abspath(inspection_path),
+        inspection_path=None if inspection is None else os.path.abspath(inspection),
         owner_watch=os.environ.get(_OWNER_WATCH_ENV, "pidfd"),
-        inspection_served=bool(inspection_served),
+        inspection_served=bool(terms.inspection_served),
     )
 
 
@@ -149,16 +141,14 @@ def _spawn(config: ActorConfig, timeout: float, explain: MissExplainer | None) -
     except (EOFError, OSError):
         outcome = None
     if outcome is not None and conn is not None and outcome.startswith(protocol.READY):
-        return ReplayProvider(
-            conn=conn,
+        acquired = Acquired(
             address=outcome[len(protocol.READY) :],
             actor_pid=actor_pid,
             owner_pid=config.owner_pid,
             private=config.private,
             timeout=timeout,
-            acquirer=process,
-            explain=explain,
         )
+        return ReplayProvider(acquired, conn=conn, acquirer=process, explain=explain)
     if conn is not None:
         conn.close()
     else:

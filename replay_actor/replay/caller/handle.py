@@ -42,7 +42,7 @@ import asyncio
 import threading
 import warnings
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ..._errors import ProviderClosed, ReplayError
 from ..._request import RequestLike, request_hash, request_hash_in_turn
@@ -56,10 +56,21 @@ from .base import MissExplainer, ReplayHandle, Result
 from .registry import handles
 from .sync import SyncLink
 
-__all__ = ["MissExplainer", "ReplayProvider"]
+__all__ = ["Acquired", "MissExplainer", "ReplayProvider"]
 
 _COMPLETE_REPLIES: Final = protocol.COMPLETE_REPLIES
 _JSON_REPLIES: Final = frozenset({protocol.JSON})
+
+
+class Acquired(NamedTuple):
+    """What an acquisition gives its handles: where the actor listens, whose it is, and
+    the terms of every call. All a copy carries to another process (``__reduce__``)."""
+
+    address: bytes
+    actor_pid: int
+    owner_pid: int
+    private: bool
+    timeout: float
 
 
 class ReplayProvider(ReplayHandle):
@@ -67,21 +78,18 @@ class ReplayProvider(ReplayHandle):
 
     def __init__(
         self,
+        acquired: Acquired,
         *,
         conn: Any,
-        address: bytes,
-        actor_pid: int,
-        owner_pid: int,
-        private: bool,
-        timeout: float,
         acquirer: ProcessHandle | None,
         explain: MissExplainer | None = None,
     ) -> None:
+        address, actor_pid, timeout = acquired.address, acquired.actor_pid, acquired.timeout
         self._address = address
         self._explain = explain
         self._actor_pid = actor_pid
-        self._owner_pid = owner_pid
-        self._private = private
+        self._owner_pid = acquired.owner_pid
+        self._private = acquired.private
         self._timeout = timeout
         self._process = acquirer
         self._state = HandleState(f"pid {actor_pid}")
@@ -244,8 +252,10 @@ class ReplayProvider(ReplayHandle):
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         if self.closed:
             raise ProviderClosed(NOT_PASSED_ON)
-        args = (self._address, self._actor_pid, self._owner_pid, self._private, self._timeout)
-        return (_rebuild, (*args, self._explain))
+        acquired = Acquired(
+            self._address, self._actor_pid, self._owner_pid, self._private, self._timeout
+        )
+        return (_rebuild, (acquired, self._explain))
 
     def disown_after_fork(self) -> None:
         # In a fork child the channels and the actor process belong to the parent.
@@ -258,23 +268,7 @@ class ReplayProvider(ReplayHandle):
             process.close()
 
 
-def _rebuild(  # noqa: PLR0917 - pickle passes the arguments positionally
-    address: bytes,
-    actor_pid: int,
-    owner_pid: int,
-    private: bool,
-    timeout: float,
-    explain: MissExplainer | None = None,
-) -> ReplayProvider:
-    copy = ReplayProvider(
-        conn=None,
-        address=address,
-        actor_pid=actor_pid,
-        owner_pid=owner_pid,
-        private=private,
-        timeout=timeout,
-        acquirer=None,
-        explain=explain,
-    )
+def _rebuild(acquired: Acquired, explain: MissExplainer | None = None) -> ReplayProvider:
+    copy = ReplayProvider(acquired, conn=None, acquirer=None, explain=explain)
     copy._sync.connect_first()
     return copy

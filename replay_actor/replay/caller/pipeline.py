@@ -29,7 +29,7 @@ from ..._request import RequestLike, request_hash
 from ..core import protocol
 from ..core.state import DIED, LATE, UNEXPECTED, Failure, HandleState, detached
 
-__all__ = ["pipeline"]
+__all__ = ["Batch", "pipeline"]
 
 _READ: Final = 262144
 #: Requests hashed between two looks at the socket: enough to amortise a write and a
@@ -46,21 +46,13 @@ _ANSWERS: Final = frozenset(b"".join(protocol.COMPLETE_REPLIES))
 Result = dict[str, Any] | ReplayError
 
 
-def pipeline(
-    fd: int,
-    requests: Sequence[RequestLike],
-    results: list[Result | None],
-    *,
-    private: bool,
-    timeout: float,
-    state: HandleState,
-) -> bool:
-    """Answer ``requests`` into ``results`` over the connected stream ``fd``.
+def pipeline(fd: int, batch: Batch, timeout: float) -> bool:
+    """Answer ``batch``'s requests into its results over the connected stream ``fd``,
+    each wait bounded by ``timeout``.
 
     Returns True if the connection is still in step (reusable), False if it failed
-    (``state`` then says how, and every unanswered element holds the error).
+    (the batch's ``state`` then says how, and every unanswered element holds the error).
     """
-    batch = _Batch(requests, results, private, state)
     wait_ms = max(1, min(int(timeout * 1000) + 1, 2**31 - 1))
     os.set_blocking(fd, False)
     try:
@@ -74,7 +66,7 @@ def pipeline(
     return False
 
 
-def _run(fd: int, batch: _Batch, wait_ms: int) -> Failure | None:
+def _run(fd: int, batch: Batch, wait_ms: int) -> Failure | None:
     """The pipeline's loop: hash, write, read and decode, interleaved; the failure that
     ended it, or None when every request was answered."""
     state = batch.state
@@ -95,14 +87,9 @@ def _run(fd: int, batch: _Batch, wait_ms: int) -> Failure | None:
         except OSError as exc:
             return state.lost_failure(DIED, exc)
         if data is not None:
-            if not data:
-                cause = broken or EOFError("the actor closed the connection")
-                return state.lost_failure(DIED, cause)
-            failure = batch.take(data)
+            failure = _took(batch, data, broken)
             if failure is not None:
                 return failure
-            if broken is not None:
-                return state.lost_failure(DIED, broken)
             continue
         if room:
             continue  # more to hash and send before waiting
@@ -110,6 +97,18 @@ def _run(fd: int, batch: _Batch, wait_ms: int) -> Failure | None:
         if not poller.poll(wait_ms):
             return state.lost_failure(LATE)
     return None
+
+
+def _took(batch: Batch, data: bytes, broken: OSError | None) -> Failure | None:
+    """Take what a read returned: the failure if the connection ended (EOF), the actor
+    said goodbye or sent what nobody asked for, or the write before it had failed."""
+    state = batch.state
+    if not data:
+        return state.lost_failure(DIED, broken or EOFError("the actor closed the connection"))
+    failure = batch.take(data)
+    if failure is None and broken is not None:
+        failure = state.lost_failure(DIED, broken)
+    return failure
 
 
 def _write(fd: int, out: bytearray) -> OSError | None:
@@ -123,9 +122,10 @@ def _write(fd: int, out: bytearray) -> OSError | None:
     return None
 
 
-class _Batch:
-    """One ``complete_many`` call's state: the requests hashed so far, the frames not
-    yet written, the replies not yet whole, and which request each reply answers."""
+class Batch:
+    """One ``complete_many`` call's state: its requests, where their answers go, the
+    handle's private mode and fate; the requests hashed so far, the frames not yet
+    written, the replies not yet whole, and which request each reply answers."""
 
     __slots__ = (
         "buf",

@@ -57,7 +57,7 @@ import threading
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import psutil
 
@@ -74,12 +74,13 @@ from ...fixture import DEFAULT_CEILINGS, Ceilings, Cursors, load_fixture, parse_
 from ..core import protocol
 from ..core.state import DIED, LATE, NOT_PASSED_ON, NOT_UP, UNEXPECTED, HandleState, detached, fresh
 from ..io.procs import ProcessHandle
-from .acquisition import ExplainerFactory, check_timeout
+from .acquisition import ExplainerFactory, Terms, check_timeout
 from .base import MissExplainer, ReplayHandle, Result
 from .sync import failed
 
 __all__ = [
     "CursorActor",
+    "RayAcquired",
     "RayReplayProvider",
     "acquire",
     "ray_module",
@@ -228,6 +229,16 @@ def _remote_class() -> Any:
         return _actor_class
 
 
+class RayAcquired(NamedTuple):
+    """What an acquisition on Ray gives its handles: the Ray actor, its id, and the
+    terms of every call. All a copy carries to another task or node (``__reduce__``)."""
+
+    actor: Any
+    actor_id: str
+    private: bool
+    timeout: float
+
+
 class RayReplayProvider(ReplayHandle):
     """A handle on one acquisition's cursor actor running on Ray. Use ``acquire()``.
 
@@ -244,23 +255,16 @@ class RayReplayProvider(ReplayHandle):
     """
 
     def __init__(
-        self,
-        actor: Any,
-        *,
-        actor_id: str,
-        private: bool,
-        timeout: float,
-        acquirer: bool,
-        explain: MissExplainer | None = None,
+        self, acquired: RayAcquired, *, acquirer: bool, explain: MissExplainer | None = None
     ) -> None:
-        self._actor = actor
-        self._actor_id = actor_id
-        self._private = private
-        self._timeout = timeout
+        self._actor = acquired.actor
+        self._actor_id = acquired.actor_id
+        self._private = acquired.private
+        self._timeout = acquired.timeout
         self._acquirer = acquirer
         self._explain = explain
         self._lock = threading.Lock()
-        self._state = HandleState(f"ray actor {actor_id}")
+        self._state = HandleState(f"ray actor {acquired.actor_id}")
 
     # -- properties -------------------------------------------------------------------
 
@@ -452,20 +456,12 @@ class RayReplayProvider(ReplayHandle):
         if self.closed:
             raise ProviderClosed(NOT_PASSED_ON)
         # Ray serialises the actor handle itself, registering the copy as a borrower.
-        args = (self._actor, self._actor_id, self._private, self._timeout, self._explain)
-        return (_rebuild, args)
+        acquired = RayAcquired(self._actor, self._actor_id, self._private, self._timeout)
+        return (_rebuild, (acquired, self._explain))
 
 
-def _rebuild(
-    actor: Any,
-    actor_id: str,
-    private: bool,
-    timeout: float,
-    explain: MissExplainer | None = None,
-) -> RayReplayProvider:
-    return RayReplayProvider(
-        actor, actor_id=actor_id, private=private, timeout=timeout, acquirer=False, explain=explain
-    )
+def _rebuild(acquired: RayAcquired, explain: MissExplainer | None = None) -> RayReplayProvider:
+    return RayReplayProvider(acquired, acquirer=False, explain=explain)
 
 
 async def _awaitable(ref: Any) -> Any:
@@ -532,11 +528,9 @@ def _ask_why(actor_id: str, answer: list[bool]) -> None:
 
 
 def acquire(
-    fixture: str | os.PathLike[str] | None = None,
+    fixture: str | os.PathLike[str] | None,
+    terms: Terms,
     *,
-    private: bool = False,
-    ceilings: Ceilings | None = None,
-    timeout: float = 30.0,
     fixture_bytes: bytes | None = None,
     explainers: ExplainerFactory | None = None,
 ) -> RayReplayProvider:
@@ -544,15 +538,17 @@ def acquire(
 
     The actor runs on this process's node. ``fixture`` is a path read there (resolved
     against this process's working directory); or pass the file's content as
-    ``fixture_bytes`` instead. ``explainers`` makes the handle's miss explainer (see
+    ``fixture_bytes`` instead. ``terms``: its ``private``, ``ceilings`` and ``timeout``.
+    ``explainers`` makes the handle's miss explainer (see
     ``acquisition.ExplainerFactory``; only a fixture path can be explained). Raises
     ``FixtureError`` (reason and line only) if the fixture is rejected, ``ActorLost`` if
     the actor does not come up within ``timeout``, ``ReplayError`` without Ray or before
     ``ray.init()``: it uses the Ray cluster this process is connected to.
     """
-    timeout = check_timeout(timeout)
+    timeout = check_timeout(terms.timeout)
     if (fixture is None) == (fixture_bytes is None):
         raise InvalidArgument("give exactly one of fixture and fixture_bytes")
+    private, ceilings = terms.private, terms.ceilings
     limits = DEFAULT_CEILINGS if ceilings is None else ceilings
     if fixture_bytes is not None and len(fixture_bytes) > limits.max_file_bytes:
         raise FixtureError("file_too_large")
@@ -582,11 +578,9 @@ def acquire(
     finally:
         del data  # loaded (or failed): the bytes need not stay in the object store
     if failure is None and outcome.startswith(protocol.READY):
+        actor_id = outcome[len(protocol.READY) :].decode("ascii")
         return RayReplayProvider(
-            actor,
-            actor_id=outcome[len(protocol.READY) :].decode("ascii"),
-            private=bool(private),
-            timeout=timeout,
+            RayAcquired(actor, actor_id, bool(private), timeout),
             acquirer=True,
             explain=None if explainers is None or path is None else explainers(path, None, private),
         )

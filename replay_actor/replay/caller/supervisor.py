@@ -25,7 +25,7 @@ from typing import Any, Protocol, Self
 
 from ..._errors import ActorLost, InvalidArgument, ProviderClosed, TooManyActors
 from ...fixture import Ceilings
-from .acquisition import ExplainerFactory, acquire, check_timeout
+from .acquisition import ExplainerFactory, Terms, acquire, check_timeout
 from .handle import ReplayProvider
 
 __all__ = ["Supervised", "Supervisor"]
@@ -97,21 +97,7 @@ class _ExitWatcher:
         selector = self._selector
         watched: dict[int, weakref.ref[ReplayProvider]] = {}
         while True:
-            exited: list[ReplayProvider] = []
-            for key, _ in selector.select():
-                if key.data is None:
-                    try:
-                        while os.read(self._wake_r, 4096):
-                            pass
-                    except BlockingIOError:
-                        pass
-                    continue
-                fd = key.fd
-                selector.unregister(fd)
-                os.close(fd)
-                provider = watched.pop(fd)()
-                if provider is not None:
-                    exited.append(provider)
+            exited = self._exited(watched)
             with self._lock:
                 added, self._added = self._added, []
                 stopped = self._stopped
@@ -130,6 +116,26 @@ class _ExitWatcher:
         selector.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
+
+    def _exited(self, watched: dict[int, weakref.ref[ReplayProvider]]) -> list[ReplayProvider]:
+        """Wait for a wake-up or an exit: the providers whose actors exited (their pidfds
+        closed and no longer watched); a wake-up only empties the pipe."""
+        exited: list[ReplayProvider] = []
+        for key, _ in self._selector.select():
+            if key.data is None:
+                try:
+                    while os.read(self._wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+                continue
+            fd = key.fd
+            self._selector.unregister(fd)
+            os.close(fd)
+            provider = watched.pop(fd)()
+            if provider is not None:
+                exited.append(provider)
+        return exited
 
 
 class Supervisor:
@@ -169,7 +175,7 @@ class Supervisor:
         self._providers = live
         return live
 
-    def acquire(
+    def acquire(  # noqa: PLR0913 - the public Supervisor.acquire: acquire's keywords
         self,
         fixture: str | os.PathLike[str],
         *,
@@ -188,16 +194,15 @@ class Supervisor:
             live = self._live()  # prunes the dead: their descriptors close now
             if self._max is not None and len(live) >= self._max:
                 raise TooManyActors(f"max_actors ({self._max}) reached: release one first")
-            provider = acquire(
-                fixture,
+            terms = Terms(
                 owner_pid=owner_pid,
                 private=private,
                 ceilings=ceilings,
                 inspection_path=inspection_path,
                 timeout=timeout,
                 inspection_served=inspection_served,
-                explainers=self.explainers,
             )
+            provider = acquire(fixture, terms, explainers=self.explainers)
             self._providers.append(provider)
             if self._watcher is None or not self._watcher.current:
                 self._watcher = _ExitWatcher(self)

@@ -50,7 +50,7 @@ from ..core.state import (
 )
 from ..io.wire import Channel
 from . import dial
-from .pipeline import pipeline
+from .pipeline import Batch, pipeline
 
 __all__ = [
     "SyncLink",
@@ -158,21 +158,29 @@ class SyncLink:
                 reply = conn.recv()
             except (EOFError, OSError) as exc:
                 failure = exc
-            if failure is None:
-                if reply[:1] in expected:
-                    return reply
-                slot.close()
-                if reply == _GOODBYE:
-                    return state.end()
-                # Not a reply to this request: every later one would be off by one.
-                return state.lose(UNEXPECTED)
-            if _released_notice(conn):
-                slot.close()
-                return state.end()
-            # Half an exchange may be in flight: the framing is unknown, never reuse it.
+            if failure is None and reply[:1] in expected:
+                return reply
+            return self._failed(slot, conn, reply, failure)
+
+    def _failed(
+        self, slot: _Slot, conn: Channel, reply: bytes, failure: BaseException | None
+    ) -> ReplayError:
+        """Under ``slot``'s lock: what an exchange that got no expected reply means, its
+        channel closed (never reused: its framing is in doubt, or the actor is gone)."""
+        state = self._state
+        if failure is None:
             slot.close()
-            reason = LATE if isinstance(failure, BlockingIOError) else DIED
-            return state.lose(reason, failure)
+            if reply == _GOODBYE:
+                return state.end()
+            # Not a reply to this request: every later one would be off by one.
+            return state.lose(UNEXPECTED)
+        if _released_notice(conn):
+            slot.close()
+            return state.end()
+        # Half an exchange may be in flight: the framing is unknown, never reuse it.
+        slot.close()
+        reason = LATE if isinstance(failure, BlockingIOError) else DIED
+        return state.lose(reason, failure)
 
     def batch(self, batch: Sequence[RequestLike], *, private: bool) -> list[Result]:
         """``complete_many``'s answers, pipelined on this thread's channel."""
@@ -195,14 +203,8 @@ class SyncLink:
                 error = self._unsolicited(slot, conn)
             if error is not None or conn is None:
                 return failed(batch, error or state.lose(LOST_EARLIER))
-            in_step = pipeline(
-                conn.fileno(),
-                batch,
-                results,
-                private=private,
-                timeout=self._timeout,
-                state=state,
-            )
+            answering = Batch(batch, results, private, state)
+            in_step = pipeline(conn.fileno(), answering, self._timeout)
             if not in_step:
                 slot.close()
         return results  # type: ignore[return-value]  # the pipeline filled every element

@@ -171,19 +171,7 @@ class Zygote:
 
     def _read_one(self, control: socket.socket, deadline: float) -> None:
         """As the reader: wait (until ``deadline`` at most) for one reply and file it."""
-        message: bytes | None = None
-        try:
-            # poll, then a non-blocking read: the socket's own timeouts are set by
-            # whichever thread sent last, so they cannot bound this wait.
-            if readable(control.fileno(), deadline - time.monotonic()):
-                try:
-                    message = control.recv(messages.MAX_REPLY + 1, socket.MSG_DONTWAIT)
-                except BlockingIOError:
-                    message = None
-                except OSError:
-                    message = b""
-        except (OSError, ValueError):
-            message = b""  # closed under us: gone
+        message = _receive(control, deadline)
         with self._replies_cond:
             self._reading = False
             if message == b"":
@@ -277,6 +265,25 @@ class Zygote:
                 popen.wait(timeout=wait)
             except subprocess.TimeoutExpired:
                 pass
+
+
+def _receive(control: socket.socket, deadline: float) -> bytes | None:
+    """One message from the zygote's channel, waited for until ``deadline`` at most:
+    None if none came, ``b""`` if the channel is gone."""
+    message: bytes | None = None
+    try:
+        # poll, then a non-blocking read: the socket's own timeouts are set by
+        # whichever thread sent last, so they cannot bound this wait.
+        if readable(control.fileno(), deadline - time.monotonic()):
+            try:
+                message = control.recv(messages.MAX_REPLY + 1, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                message = None
+            except OSError:
+                message = b""
+    except (OSError, ValueError):
+        message = b""  # closed under us: gone
+    return message
 
 
 def _bound(sock: socket.socket, deadline: float) -> None:

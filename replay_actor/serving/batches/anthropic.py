@@ -71,6 +71,12 @@ class AnthropicBatches:
             if method == "GET":
                 return self._list(read_query(query))
             return self._exchange.not_found(method, path, headers)
+        return self._one_batch(method, path, headers, batch_id, action)
+
+    def _one_batch(
+        self, method: str, path: str, headers: Headers | None, batch_id: str, action: str | None
+    ) -> Answer:
+        """The endpoints of one batch: itself (GET, DELETE), ``/results``, ``/cancel``."""
         wanted = {None: ("GET", "DELETE"), "/results": ("GET",), "/cancel": ("POST",)}[action]
         if method not in wanted:
             return self._exchange.not_found(method, path, headers)

@@ -72,27 +72,31 @@ def _read_lines(content: bytes, endpoint: str) -> tuple[list[dict[str, Any]], li
         if type(line) is not dict:
             errors.append(_line_error("invalid_json_line", "the line is not an object", number))
             continue
-        custom_id = line.get("custom_id")
-        if type(custom_id) is not str or not custom_id:
-            errors.append(_line_error("missing_custom_id", "custom_id must be a string", number))
-        elif custom_id in seen:
-            errors.append(_line_error("duplicate_custom_id", "custom_id repeats", number))
-        elif line.get("method", "POST") != "POST":
-            errors.append(_line_error("invalid_method", "method must be POST", number))
-        elif line.get("url") != endpoint:
-            errors.append(
-                _line_error(
-                    "mismatched_url", f"url must be the batch's endpoint {endpoint}", number
-                )
-            )
-        elif type(line.get("body")) is not dict:
-            errors.append(_line_error("invalid_body", "body must be an object", number))
+        problem = _line_problem(line, endpoint, seen)
+        if problem is not None:
+            errors.append(_line_error(*problem, number))
         else:
-            seen.add(custom_id)
-            lines.append({"custom_id": custom_id, "body": line["body"]})
+            seen.add(line["custom_id"])
+            lines.append({"custom_id": line["custom_id"], "body": line["body"]})
     if not lines and not errors:
         errors.append(_line_error("empty_file", "the input file has no requests"))
     return lines, errors
+
+
+def _line_problem(line: dict[str, Any], endpoint: str, seen: set[str]) -> tuple[str, str] | None:
+    """The first thing wrong with a line's fields (OpenAI's code and message), or None."""
+    custom_id = line.get("custom_id")
+    if type(custom_id) is not str or not custom_id:
+        return "missing_custom_id", "custom_id must be a string"
+    if custom_id in seen:
+        return "duplicate_custom_id", "custom_id repeats"
+    if line.get("method", "POST") != "POST":
+        return "invalid_method", "method must be POST"
+    if line.get("url") != endpoint:
+        return "mismatched_url", f"url must be the batch's endpoint {endpoint}"
+    if type(line.get("body")) is not dict:
+        return "invalid_body", "body must be an object"
+    return None
 
 
 class OpenAIBatches:

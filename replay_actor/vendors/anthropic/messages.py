@@ -44,7 +44,7 @@ from .._common import (
     vendor_call,
 )
 from .._endpoint import EndpointOption, LiveEndpoint
-from .._turns import split_system, turns
+from .._turns import TurnForms, split_system, turns
 
 __all__ = [
     "LIVE",
@@ -477,14 +477,14 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     system, conversation = split_system(request["messages"], _vendor_blocks)
     if system:
         body["system"] = collapse_content(system)
-    body["messages"] = turns(
-        conversation,
+    forms = TurnForms(
         vendor="Anthropic",
         tool_part=_tool_result_block,
         user_parts=lambda message: _vendor_blocks(message.get("content")),
         user_turn=lambda blocks: {"role": "user", "content": blocks},
         model_turn=_assistant_turn,
     )
+    body["messages"] = turns(conversation, forms)
     if request.get("tools"):
         body["tools"] = [_vendor_tool(t) for t in request["tools"]]
     if "tool_choice" in request:

@@ -20,7 +20,7 @@ from ..._errors import RequestError
 from ..._response import Unexpressible
 from .._common import MalformedResponse, arguments_object, canonical_arguments
 from .._endpoint import EndpointOption, LiveEndpoint
-from .._turns import split_system, turns
+from .._turns import TurnForms, split_system, turns
 from ._fields import JSON_MIME, NAME, PARAM_NAMES_BACK, derived_call_id
 
 __all__ = ["LIVE", "from_response", "to_body"]
@@ -229,14 +229,14 @@ def to_body(request: dict[str, Any], model: str) -> dict[str, Any]:
     if system:
         body["systemInstruction"] = {"parts": system}
     calls = _Calls()
-    body["contents"] = turns(
-        conversation,
+    forms = TurnForms(
         vendor="Gemini",
         tool_part=calls.response_part,
         user_parts=lambda message: _vendor_parts(message.get("content")),
         user_turn=lambda parts: {"role": "user", "parts": parts},
         model_turn=calls.model_turn,
     )
+    body["contents"] = turns(conversation, forms)
     if request.get("tools"):
         body["tools"] = [{"functionDeclarations": _declarations(request["tools"])}]
         if "tool_choice" in request:

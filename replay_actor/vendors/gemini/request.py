@@ -17,6 +17,7 @@ read, one object may not use both for one field.
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from typing import Any, Final
 
 from ..._canonical import canonical_json
@@ -185,53 +186,47 @@ def _tools(raw: Any) -> list[dict[str, Any]]:
         if type(declarations) is not list:
             raise RequestError(f"tools[{i}].functionDeclarations must be an array")
         for j, raw_decl in enumerate(declarations):
-            where = f"tools[{i}].functionDeclarations[{j}]"
-            decl = _object(raw_decl, where)
-            out: dict[str, Any] = {"name": decl.get("name")}
-            if decl.get("description") is not None:
-                out["description"] = decl["description"]
-            if decl.get("parametersJsonSchema") is not None:
-                if decl.get("parameters") is not None:
-                    raise RequestError(
-                        f"{where} sets both parameters and parametersJsonSchema; keep one"
-                    )
-                out["parameters"] = decl["parametersJsonSchema"]
-            elif decl.get("parameters") is not None:
-                out["parameters"] = _schema(decl["parameters"])
-            extra = sorted(
-                key
-                for key, value in decl.items()
-                if value is not None
-                and key
-                not in {
-                    "name",
-                    "description",
-                    "parameters",
-                    "parametersJsonSchema",
-                    "response",
-                    "responseJsonSchema",
-                }
-            )
-            if extra:
-                raise RequestError(f"{where}.{extra[0]} cannot be replayed")
-            tools.append(out)
+            tools.append(_declaration(raw_decl, f"tools[{i}].functionDeclarations[{j}]"))
     return tools
+
+
+def _declaration(raw: Any, where: str) -> dict[str, Any]:
+    """One function declaration as the neutral tool (at ``where``, for errors)."""
+    decl = _object(raw, where)
+    out: dict[str, Any] = {"name": decl.get("name")}
+    if decl.get("description") is not None:
+        out["description"] = decl["description"]
+    if decl.get("parametersJsonSchema") is not None:
+        if decl.get("parameters") is not None:
+            raise RequestError(f"{where} sets both parameters and parametersJsonSchema; keep one")
+        out["parameters"] = decl["parametersJsonSchema"]
+    elif decl.get("parameters") is not None:
+        out["parameters"] = _schema(decl["parameters"])
+    _refuse_unknown(decl, _DECLARATION_KEYS, where)
+    return out
+
+
+_DECLARATION_KEYS: Final = frozenset(
+    {"name", "description", "parameters", "parametersJsonSchema", "response", "responseJsonSchema"}
+)
+
+
+def _refuse_unknown(fields: dict[str, Any], known: Container[str], where: str) -> None:
+    """Refuse the first (in sorted order) field at ``where`` that is set and not
+    ``known``: what a replay cannot stand in for."""
+    extra = sorted(k for k, v in fields.items() if v is not None and k not in known)
+    if extra:
+        raise RequestError(f"{where}.{extra[0]} cannot be replayed")
 
 
 def _tool_choice(raw: Any) -> Any:
     config = _object(raw, "toolConfig")
-    extra = sorted(k for k, v in config.items() if v is not None and k != "functionCallingConfig")
-    if extra:
-        raise RequestError(f"toolConfig.{extra[0]} cannot be replayed")
+    _refuse_unknown(config, ("functionCallingConfig",), "toolConfig")
     calling = config.get("functionCallingConfig")
     if calling is None:
         return None
     calling = _object(calling, "toolConfig.functionCallingConfig")
-    extra = sorted(
-        k for k, v in calling.items() if v is not None and k not in ("mode", "allowedFunctionNames")
-    )
-    if extra:
-        raise RequestError(f"toolConfig.functionCallingConfig.{extra[0]} cannot be replayed")
+    _refuse_unknown(calling, ("mode", "allowedFunctionNames"), "toolConfig.functionCallingConfig")
     mode = calling.get("mode", "AUTO")
     if mode == "MODE_UNSPECIFIED":
         mode = "AUTO"
@@ -285,9 +280,7 @@ def _response_text(response: Any) -> str:
 
 def _call(raw: Any, index: int, where: str) -> dict[str, Any]:
     call = _object(raw, where)
-    extra = sorted(k for k, v in call.items() if v is not None and k not in ("id", "name", "args"))
-    if extra:
-        raise RequestError(f"{where}.{extra[0]} cannot be replayed")
+    _refuse_unknown(call, ("id", "name", "args"), where)
     name = call.get("name")
     if type(name) is not str:
         raise RequestError(f"{where}.name must be a string")
@@ -401,11 +394,7 @@ def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[s
     for i, raw in enumerate(contents):
         where = f"contents[{i}]"
         content = _object(raw, where)
-        extra = sorted(
-            k for k, v in content.items() if v is not None and k not in ("role", "parts")
-        )
-        if extra:
-            raise RequestError(f"{where}.{extra[0]} cannot be replayed")
+        _refuse_unknown(content, ("role", "parts"), where)
         role = content.get("role") or "user"
         parts = _parts(content, where)
         if role == "model":
@@ -437,19 +426,9 @@ def _messages(contents: list[Any], pending: list[dict[str, Any]]) -> list[dict[s
 def _tool_message(
     part: dict[str, Any], where: str, pending: list[dict[str, Any]], used: set[int]
 ) -> dict[str, Any]:
-    extra = sorted(
-        k
-        for k, v in part.items()
-        if v is not None and k not in ("functionResponse", "thoughtSignature")
-    )
-    if extra:
-        raise RequestError(f"{where[: where.rfind('.')]}.{extra[0]} cannot be replayed")
+    _refuse_unknown(part, ("functionResponse", "thoughtSignature"), where[: where.rfind(".")])
     answer = _object(part["functionResponse"], where)
-    extra = sorted(
-        k for k, v in answer.items() if v is not None and k not in ("id", "name", "response")
-    )
-    if extra:
-        raise RequestError(f"{where}.{extra[0]} cannot be replayed")
+    _refuse_unknown(answer, ("id", "name", "response"), where)
     call_id = answer.get("id")
     if call_id is None or call_id == "":
         # Paired with the first unanswered call of the last model turn of that name.

@@ -34,7 +34,7 @@ from replay_actor import (
     request_hash,
 )
 from replay_actor.replay.caller.acquisition import check_timeout
-from replay_actor.replay.caller.handle import _rebuild
+from replay_actor.replay.caller.handle import Acquired, _rebuild
 from replay_actor.replay.io.wire import set_timeouts
 from tests.support.fake_actor import FakeActor
 from tests.support.frame_locals import captured
@@ -154,13 +154,13 @@ def test_first_calls_of_many_threads_while_the_actor_is_busy(fixture_path: Path)
 
 def test_only_a_refused_connection_means_ended(fixture_path: Path) -> None:
     provider = acquire(fixture_path, timeout=30)
-    copy = _rebuild(provider._address, provider.actor_pid, os.getpid(), False, 30.0)
+    copy = _rebuild(Acquired(provider._address, provider.actor_pid, os.getpid(), False, 30.0))
     assert copy.complete(req("hello")) == {"content": "frozen"}  # accepted by now
     provider.release()
     with pytest.raises(ProviderClosed):
         copy.complete(req("hello"))
     # A copy made when nobody listens is ended too; a busy listener is not (above).
-    late = _rebuild(provider._address, provider.actor_pid, os.getpid(), False, 30.0)
+    late = _rebuild(Acquired(provider._address, provider.actor_pid, os.getpid(), False, 30.0))
     assert late.closed
     copy.release()
     late.release()
@@ -304,7 +304,7 @@ def test_non_finite_timeouts_are_refused(fixture_path: Path, bad: Any) -> None:
 
 def test_a_tiny_timeout_to_a_stopped_actor_fails_promptly(fixture_path: Path) -> None:
     provider = acquire(fixture_path, timeout=30)
-    tiny = _rebuild(provider._address, provider.actor_pid, os.getpid(), False, 1e-7)
+    tiny = _rebuild(Acquired(provider._address, provider.actor_pid, os.getpid(), False, 1e-7))
     outcome: list[Any] = []
 
     def call() -> None:
