@@ -397,6 +397,13 @@ class HTTPAdapter:
             return LiveProviderError(
                 f"the live endpoint answered HTTP {status}{detail}", status=status
             )
+        return self._read_success(answer, request)
+
+    def _read_success(
+        self, answer: _Answer, request: dict[str, Any]
+    ) -> dict[str, Any] | LiveProviderError:
+        """A 2xx answer's neutral response, or the error that says why it is not kept."""
+        status = answer.status
         if answer.content is None:
             return LiveProviderError(
                 "the live endpoint's response is larger than max_response_bytes "
@@ -404,28 +411,24 @@ class HTTPAdapter:
                 status=status,
             )
         try:
-            data = msgspec.json.decode(answer.content)
+            neutral = self.parse_for(request, msgspec.json.decode(answer.content))
         except msgspec.DecodeError:
             return LiveProviderError(
                 "the live endpoint's response is not valid JSON", status=status
             )
-        try:
-            neutral = self.parse_for(request, data)
         except Malformed as exc:
-            problem = str(exc)
-        else:
-            key = self._config.api_key
-            if key and any(holds_key_piece(text, key) for text in strings_in(neutral)):
-                # Kept, it would be written to a recording and shown to the caller.
-                return LiveProviderError(
-                    "the live endpoint's response echoes the API key (or a piece of it); "
-                    "it was not kept",
-                    status=status,
-                )
-            return neutral
-        return LiveProviderError(
-            f"the live endpoint's response is not {self._shape}: {problem}", status=status
-        )
+            return LiveProviderError(
+                f"the live endpoint's response is not {self._shape}: {exc}", status=status
+            )
+        key = self._config.api_key
+        if key and any(holds_key_piece(text, key) for text in strings_in(neutral)):
+            # Kept, it would be written to a recording and shown to the caller.
+            return LiveProviderError(
+                "the live endpoint's response echoes the API key (or a piece of it); "
+                "it was not kept",
+                status=status,
+            )
+        return neutral
 
     _shape = "the expected shape"
 
