@@ -287,23 +287,30 @@ def test_a_copy_in_another_process_logs_to_the_same_file(tmp_path: Path, method:
 
 
 def test_a_sealed_runs_blocked_request_is_logged_with_its_host(tmp_path: Path) -> None:
+    # Under a replay manifest another host's request is a tool's exchange (a miss when the
+    # fixture lacks it); what is blocked is a tunnel whose client never speaks TLS to the
+    # run's certificate authority.
     manifest = _manifest(tmp_path, log=None)
     log = tmp_path / "sealed.log"
     script = (
-        "import urllib.error, urllib.request\n"
-        "try:\n"
-        "    urllib.request.urlopen('http://vendor.example/v1/chat/completions', timeout=20)\n"
-        "except urllib.error.HTTPError as exc:\n"
-        "    print(exc.code)\n"
+        "import os, socket, urllib.parse\n"
+        "proxy = urllib.parse.urlsplit(os.environ['HTTPS_PROXY'])\n"
+        "with socket.create_connection((proxy.hostname, proxy.port), timeout=20) as sock:\n"
+        "    sock.sendall(b'CONNECT vendor.example:443 HTTP/1.1\\r\\n'\n"
+        "                 b'Host: vendor.example:443\\r\\n\\r\\n')\n"
+        "    print(sock.recv(100).split()[1].decode())\n"
+        "    sock.sendall(b'not a TLS client hello\\r\\n' * 8)\n"
+        "    sock.recv(100)\n"
     )
     done = run_cli(
         manifest, [sys.executable, "-c", script], flags=("--seal", "proxy", "--log", str(log))
     )
-    assert done.returncode == 4 and done.stdout.strip() == "403", done.stderr
+    assert done.returncode == 4 and done.stdout.strip() == "200", done.stderr
+    assert "blocked a tunnel to vendor.example:443" in done.stderr
     (line,) = _lines(log)
     assert (line["outcome"], line["path"], line["request_hash"]) == (
         "blocked",
-        "vendor.example",
+        "vendor.example:443",
         None,
     )
 
