@@ -70,7 +70,16 @@ def _shown_path(path: str) -> str:
     return shlex.quote(chosen)
 
 
-def _request_kind(request: dict[str, Any]) -> str:
+def _incidental(host: Any) -> str:
+    """The way out when a tool's missed request is incidental traffic, not a tool's."""
+    return (
+        f"or, if it is incidental (telemetry, an update check, a download): add "
+        f'"{host}" to provider.ignore in the manifest '
+        "(docs/front-door.md, 'Incidental traffic')"
+    )
+
+
+def _request_kind(request: Mapping[str, Any]) -> str:
     kind = request.get("kind")
     return kind if isinstance(kind, str) else "chat"
 
@@ -119,7 +128,7 @@ class MissReporter:
             if self.private:
                 lines = self._private_lines(kind)
             else:
-                lines = self._lines(kind, digest, canonical, exc, _request_kind(request))
+                lines = self._lines(kind, digest, canonical, exc, request)
             self._write(lines)
 
     def _lines(
@@ -128,10 +137,10 @@ class MissReporter:
         digest: str,
         canonical: bytes,
         exc: ReplayMiss | SequenceExhausted,
-        request_kind: str,
+        request: Mapping[str, Any],
     ) -> list[str]:
         headline, *advice = self._explained(
-            kind, digest, exc, request_kind, saved=self._save(digest, canonical)
+            kind, digest, exc, request, saved=self._save(digest, canonical)
         )
         return [f"{_PREFIX}{kind}: {headline}", *(f"{_INDENT}{line}" for line in advice)]
 
@@ -140,12 +149,13 @@ class MissReporter:
         kind: str,
         digest: str,
         exc: ReplayMiss | SequenceExhausted,
-        request_kind: str,
+        request: Mapping[str, Any],
         saved: str | None = None,
     ) -> list[str]:
         """The headline, the nearest recorded request when the handle named it, what was
         ``saved``, and the commands that explain and fix it (normal data)."""
         fixture = _shown_path(self.fixture)
+        request_kind = _request_kind(request)
         lines = [str(exc).partition("\n")[0]]
         # The handle's explanation: the fixture's nearest entry (authoring/explain.py).
         nearest: Mapping[str, Any] | None = getattr(exc, "nearest", None)
@@ -168,6 +178,7 @@ class MissReporter:
                     f"or:   replay-actor add {fixture} {digest} --response RESPONSE.json, "
                     f"a whole http response: {_HTTP_RESPONSE}"
                 )
+                lines.append(_incidental(request.get("host")))
         else:
             lines.append("every response of its sequence was served; one more with:")
             lines.append(f"fix:  replay-actor add {fixture} {digest} --next {answer}")
@@ -187,7 +198,7 @@ class MissReporter:
             return "\n".join([headline, *(line.strip() for line in rest)])
         from .._request import request_hash
 
-        return "\n".join(self._explained(kind, request_hash(request), exc, _request_kind(request)))
+        return "\n".join(self._explained(kind, request_hash(request), exc, request))
 
     def _save(self, digest: str, canonical: bytes) -> str | None:
         """Add the request to the sidecar; what to say about it (None: nothing new)."""

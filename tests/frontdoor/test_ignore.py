@@ -90,29 +90,39 @@ def test_ignored_hosts_are_refused_counted_and_do_not_fail_the_run(tmp_path: Pat
     assert ignored == ["files.hub.example", "hub.example", "ignored.example", "port.example"]
 
 
-def test_a_host_not_ignored_is_blocked_and_named_with_the_way_out(tmp_path: Path) -> None:
+def test_a_host_not_ignored_is_a_tools_miss_named_with_the_way_out(tmp_path: Path) -> None:
+    # Under a replay manifest another host's request is a tool's exchange (docs/tools.md):
+    # one the fixture lacks is a miss, whose lines also name provider.ignore.
     urls = [
         "http://blocked.example/x",
         "http://port.example:9090/x",  # ignored on 8080 only
         "http://files.hub.example/x",
     ]
     done = run_cli(_manifest(tmp_path), [PY, "-c", CHILD, *urls])
-    assert done.returncode == 4  # a blocked call fails the run
+    assert done.returncode == 4  # a miss fails the run
     out = json.loads(done.stdout)
     status, error = out[urls[0]]
-    assert status == 403 and error["type"] == "replay_blocked"
-    assert 'add "blocked.example" to provider.ignore' in error["message"]
-    assert out[urls[1]][1]["type"] == "replay_blocked"
+    assert status == 404 and error["type"] == "replay_miss"
+    assert out[urls[1]][1]["type"] == "replay_miss"
     assert out[urls[2]][1]["type"] == "replay_ignored"
     assert summary(done.stderr).startswith(
-        "replay-actor: 1 served, 0 missed, 0 exhausted, 2 blocked, 1 ignored;"
+        "replay-actor: 1 served, 2 missed, 0 exhausted, 0 blocked, 1 ignored;"
     )
     assert (
-        "replay-actor run: blocked a request for blocked.example: only the front door answers "
-        'a sealed run; if it is incidental (telemetry, an update check, a download), add "'
-        'blocked.example" to provider.ignore in the manifest; if the application needs its '
-        "answers, record them (docs/front-door.md, 'Incidental traffic')"
-    ) in done.stderr
+        '  or, if it is incidental (telemetry, an update check, a download): add "'
+        'blocked.example" to provider.ignore in the manifest '
+        "(docs/front-door.md, 'Incidental traffic')"
+    ) in done.stderr.splitlines()
+
+
+def test_a_refused_request_names_the_way_out() -> None:
+    from replay_actor.frontdoor.proxy import blocked_advice
+
+    assert blocked_advice("blocked.example:443") == (
+        'if it is incidental (telemetry, an update check, a download), add "blocked.example" '
+        "to provider.ignore in the manifest; if the application needs its answers, record "
+        "them (docs/front-door.md, 'Incidental traffic')"
+    )
 
 
 def test_without_ignore_the_summary_line_is_unchanged(tmp_path: Path) -> None:

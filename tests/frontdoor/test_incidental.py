@@ -102,11 +102,11 @@ def test_promptfoo_replays_with_exit_0_with_its_beacon_ignored(
         "Say hello to Ada",
         "Say hello to Grace",
     ]
-    # Without the host ignored, the same beacon is blocked: the run fails (exit 4).
+    # Without the host ignored, the same beacon is a tool's miss: the run fails (exit 4).
     (tmp_path / "replay.toml").write_text('[provider]\nkind = "replay"\nfixture = "tool.jsonl"\n')
     blocked = evaluate(replay, "blocked.json")
     assert blocked.returncode == 4
-    assert "2 served, 0 missed, 0 exhausted, 1 blocked;" in summary(blocked.stderr)
+    assert "2 served, 1 missed, 0 exhausted, 0 blocked;" in summary(blocked.stderr)
     assert 'add "r.promptfoo.app" to provider.ignore' in blocked.stderr
 
 
