@@ -32,7 +32,7 @@ from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ..vendors import REGISTRY, Vendor, VendorCall, make_vendor, served_with, vendor_names
 from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error
-from ._routes import AZURE_FORMS, canonical_path, described, looks_like
+from ._routes import AZURE_FORMS, canonical_path, deployment, described, looks_like
 from .batches import Batches, BatchWork
 
 __all__ = ["API_NAMES", "SCOPE_HEADER", "Api", "Call", "Exchange"]
@@ -219,13 +219,17 @@ class Exchange:
     ) -> Call | Answer:
         """The call to put to the provider, or the answer when there is none to make (an
         unserved path, a body that is not the vendor's request, a bad ``x-replay-scope``)."""
-        path = canonical_path(path)
+        given, path = path, canonical_path(path)
         vendor = self._route(method, path, headers)
         if isinstance(vendor, Answer):
             return vendor
         data = _read_json(vendor, body)
         if isinstance(data, Answer):
             return data
+        name = deployment(given)
+        if name is not None and type(data) is dict and "model" not in data:
+            # Azure names the model in the URL; its SDKs may leave it out of the body.
+            data["model"] = name
         try:
             call = Call(vendor, vendor.read_body(data, path))
         except RequestError as exc:
