@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import openai
@@ -529,3 +530,44 @@ def test_the_listening_socket_says_tcp_so_answers_are_not_held_by_nagle() -> Non
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+def test_a_bug_in_serving_is_a_500_never_retried_and_counted(tmp_path: Path) -> None:
+    # A serving that raises (a bug) must still fail the run: the 500 the app answers
+    # with is counted as failed, so a child that swallows it cannot exit 0 under run.
+    from replay_actor import open_provider
+    from replay_actor.frontdoor.app import FrontDoorApp
+    from replay_actor.serving import AsyncServing, Outcomes
+
+    class Broken(AsyncServing):
+        async def serve(self, *args: object, **kwargs: object) -> Any:
+            raise RuntimeError("a planted bug")
+
+    outcomes = Outcomes()
+    fixture = write_fixture(tmp_path / "f.jsonl", {})
+    serving = Broken(open_provider({"provider": {"kind": "replay", "fixture": str(fixture)}}))
+    serving.outcomes = outcomes
+    app = FrontDoorApp(serving, "token")
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(dict(message))
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "headers": [(b"authorization", b"Bearer token")],
+    }
+    try:
+        asyncio.run(app(scope, receive, send))
+    finally:
+        serving.provider.release()
+    start, body = sent
+    assert start["status"] == 500
+    assert (b"x-should-retry", b"false") in start["headers"]
+    assert json.loads(body["body"])["error"]["message"] == "internal error (RuntimeError)"
+    assert outcomes["failed"] == 1 and outcomes.failed_closed == 1
