@@ -6,8 +6,9 @@ STAMP  := $(VENV)/.installed-dev
 # make test installs every integration's extra: CI must run those tests, not skip them.
 EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals
 BSTAMP := $(VENV)/.installed-bench
-# CrewAI's latest release needs openai<3, so it gets an environment of its own, inside
-# .venv (tests/attribution/test_frameworks.py runs it under replay-actor run).
+# CrewAI's and LlamaIndex's OpenAI LLM's latest releases need openai<3, so they get an
+# environment of their own, inside .venv (tests/attribution/test_frameworks.py and
+# tests/integrations/test_framework_misses.py run them under replay-actor run).
 CREWAI := $(VENV)/crewai
 CSTAMP := $(CREWAI)/.installed
 
@@ -26,13 +27,13 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $@
 
 $(CSTAMP): pyproject.toml | $(PY)
-	@echo "make: installing CrewAI into $(CREWAI), an environment of its own (a few minutes)"
+	@echo "make: installing CrewAI and LlamaIndex's OpenAI LLM into $(CREWAI), an environment of their own (a few minutes)"
 	$(PYTHON) -m venv $(CREWAI)
 	$(CREWAI)/bin/python -m pip install -q --upgrade pip
-	$(CREWAI)/bin/python -m pip install -q -e '.[crewai]'
+	$(CREWAI)/bin/python -m pip install -q -e '.[crewai,llamaindex]'
 	touch $@
 
-crewai: $(CSTAMP) ## install CrewAI into .venv/crewai (its own environment) for the attribution tests
+crewai: $(CSTAMP) ## install CrewAI and LlamaIndex's OpenAI LLM into .venv/crewai (their own environment)
 
 $(BSTAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[$(EXTRAS),bench]'

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .._interface import Attributed
 from ..attribution.provider import outcome_word
 from ._answer import Answer, Headers
-from ._exchange import Api, Call, Exchange
+from ._exchange import Api, Call, Exchange, MissHint
 from ._outcomes import Kind, Outcomes
 from .batches import BatchWork
 
@@ -58,8 +58,11 @@ class _Serving:
         release_on_close: bool = True,
         outcomes: Outcomes | None = None,
         on_failure: FailureHook | None = None,
+        hint: MissHint | None = None,
     ) -> None:
         self._exchange = Exchange(api)
+        #: What a miss's error message says to do (the fixture's ``add`` command).
+        self.hint = hint
         #: Told of each call the provider failed (the front door's miss reporter); it
         #: must not raise.
         self._on_failure = on_failure
@@ -90,7 +93,7 @@ class _Serving:
         self._count(outcome_of(exc))
         if self._on_failure is not None:
             self._on_failure(call.request, exc)
-        return call.fail(exc)
+        return call.fail(exc, self.hint)
 
     def refused(self, kind: Kind, where: str | None = None) -> None:
         """Count (and log) a request answered before any provider call: ``invalid``

@@ -162,13 +162,14 @@ def test_misses_and_unknown_paths_are_vendor_errors_never_retried(tmp_path: Path
     manifest = replay_manifest(tmp_path, fixture)
     with serving(manifest) as (_proc, info):
         client = openai.OpenAI(base_url=info["openai_base_url"], api_key=info["token"])
-        with pytest.raises(openai.NotFoundError) as caught:
+        with pytest.raises(openai.UnprocessableEntityError) as caught:
             client.chat.completions.create(
                 model="gpt-test", messages=[{"role": "user", "content": "other"}]
             )
         digest = neutral_hash([{"role": "user", "content": "other"}])
         assert caught.value.message == (
-            f"Error code: 404 - no replay fixture matches this request (request_hash: {digest})"
+            f"Error code: 422 - no replay fixture matches this request (request_hash: {digest}); "
+            f'to answer it: replay-actor add {fixture} {digest} --content "THE ANSWER"'
         )
         client.close()
         with httpx2.Client(timeout=30, headers={"x-api-key": info["token"]}) as http:
@@ -199,12 +200,12 @@ def test_private_mode_puts_no_hash_in_any_answer(tmp_path: Path) -> None:
                 headers=headers,
             ),
         ]
-        assert [a.status_code for a in answers] == [200, 404, 404, 404]
+        assert [a.status_code for a in answers] == [200, 422, 422, 422]
         for answer in answers:
             raw = answer.content + json.dumps(dict(answer.headers)).encode()
             assert b"sha256" not in raw
-        assert answers[1].json()["error"]["message"] == (
-            "replay sequence exhausted for this request"
+        assert answers[1].json()["error"]["message"].startswith(
+            "replay sequence exhausted for this request; to answer it: replay-actor add "
         )
     # The owner-only record has them.
     assert [e["event"] for e in misses(tmp_path)] == ["exhausted", "miss", "miss"]
@@ -242,7 +243,7 @@ def test_the_scope_header_sets_the_requests_scope(scoped: Path) -> None:
         other = http.post(
             chat_url(info), json=BODY, headers={**auth, "x-replay-scope": '{"epoch": 3}'}
         )
-        assert other.status_code == 404
+        assert other.status_code == 422  # a miss
         for bad in ("[1]", "{not json", '"epoch"', "null"):
             answer = http.post(chat_url(info), json=BODY, headers={**auth, "x-replay-scope": bad})
             assert answer.status_code == 400
@@ -364,7 +365,7 @@ def test_a_thousand_concurrent_requests_each_get_one_element(tmp_path: Path) -> 
         assert got == sorted(f"r{i}" for i in range(1000))
         with httpx2.Client(timeout=30) as http:
             extra = http.post(chat_url(info), json=BODY, headers={"x-api-key": info["token"]})
-            assert extra.status_code == 404
+            assert extra.status_code == 422
             assert extra.json()["error"]["type"] == "replay_exhausted"
 
 

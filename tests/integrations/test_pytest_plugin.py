@@ -183,7 +183,7 @@ def test_sdk_clients_share_the_test_provider(project: pytest.Pytester, no_leaks:
     )
     result = run(project)
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([f"*NotFoundError*{MISS} (request_hash: sha256:*"])
+    result.stdout.fnmatch_lines([f"*UnprocessableEntityError*{MISS} (request_hash: sha256:*); to answer it: replay-actor add *"])
 
 
 @pytest.mark.timeout(120)

@@ -85,9 +85,9 @@ def test_openai_files_and_batches_in_process(tmp_path: Path) -> None:
             texts = [r["response"]["body"]["choices"][0]["message"]["content"] for r in done]
             assert texts == ["hello", "goodbye"]
             (failed,) = _rows(err)
-            assert failed["custom_id"] == "b" and failed["response"]["status_code"] == 404
+            assert failed["custom_id"] == "b" and failed["response"]["status_code"] == 422
             assert failed["response"]["body"]["error"]["type"] == "replay_miss"
-            assert failed["error"]["code"] == 404
+            assert failed["error"]["code"] == 422
             assert failed["error"]["message"].startswith("no replay fixture matches")
             # retrieve, cancel (a completed batch stays so), list, the upload itself.
             assert client.batches.retrieve(batch.id).output_file_id == batch.output_file_id
@@ -356,7 +356,8 @@ def test_private_mode_batches_carry_no_hash_and_no_rejected_bytes(tmp_path: Path
         assert missed.removeprefix("sha256:")[:16] not in err
         assert SECRET not in err and SECRET not in out
         (failed,) = _rows(err)
-        assert failed["error"]["message"] == "no replay fixture matches this request"
+        assert failed["error"]["message"].startswith("no replay fixture matches this request; ")
+        assert "HASH withheld (private data)" in failed["error"]["message"]
         # A line that is not JSON, holding the secret: the failed batch never repeats it.
         uploaded = client.files.create(
             file=("in.jsonl", b'{"custom_id": "' + SECRET.encode() + b'" not json\n'),

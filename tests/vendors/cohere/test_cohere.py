@@ -283,7 +283,7 @@ def test_serve_names_the_cohere_base_url_and_a_miss_is_the_sdks_not_found(
         client = cohere.ClientV2(
             api_key=info["token"], base_url=info["cohere_base_url"], max_retries=0
         )
-        with pytest.raises(cohere.NotFoundError) as missed:
+        with pytest.raises(cohere.UnprocessableEntityError) as missed:
             client.chat(model=MODEL, messages=QUESTION)
         with pytest.raises(cohere.BadRequestError) as refused:
             client.chat(model=MODEL, messages=QUESTION, logprobs=True)
@@ -296,7 +296,7 @@ def test_serve_names_the_cohere_base_url_and_a_miss_is_the_sdks_not_found(
     )
     assert missed.value.headers["x-should-retry"] == "false"
     assert refused.value.body == {
-        "message": "logprobs cannot be replayed or recorded",
+        "message": "logprobs cannot be replayed or recorded in this API's shape",
         "type": "invalid_request",
     }
     # A Cohere path nobody serves: a 404 in Cohere's envelope, listing what is served.
