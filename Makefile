@@ -22,21 +22,27 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# Installs say what they install and show each package as it comes (pip's lines, npm's
+# http log, apt's): a first `make test` takes minutes here and must not sit silent.
+PIP := -m pip install --progress-bar off --disable-pip-version-check
+
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	@echo "make: installing replay-actor and its extras ($(EXTRAS)) into $(VENV) with pip (several minutes the first time)"
+	$(PY) $(PIP) -e '.[$(EXTRAS)]'
 	touch $@
 
 $(CSTAMP): pyproject.toml | $(PY)
 	@echo "make: installing CrewAI and LlamaIndex's OpenAI LLM into $(CREWAI), an environment of their own (a few minutes)"
 	$(PYTHON) -m venv $(CREWAI)
-	$(CREWAI)/bin/python -m pip install -q --upgrade pip
-	$(CREWAI)/bin/python -m pip install -q -e '.[crewai,llamaindex]'
+	$(CREWAI)/bin/python $(PIP) --upgrade pip
+	$(CREWAI)/bin/python $(PIP) -e '.[crewai,llamaindex]'
 	touch $@
 
 crewai: $(CSTAMP) ## install CrewAI and LlamaIndex's OpenAI LLM into .venv/crewai (their own environment)
 
 $(BSTAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[$(EXTRAS),bench]'
+	@echo "make: installing the benchmarks' extras into $(VENV) with pip"
+	$(PY) $(PIP) -e '.[$(EXTRAS),bench]'
 	touch $@
 
 test: $(STAMP) $(CSTAMP) node-deps browser ## install into .venv, then run ruff, mypy --strict and pytest
@@ -61,9 +67,10 @@ NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
 	@if command -v node >/dev/null 2>&1; then \
 		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \
-		test -z "$$missing" || \
-		npm install --silent --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); \
-	fi
+		test -z "$$missing" || { \
+		echo "make: installing the npm packages $(NODE_PACKAGES) into .cache/node with npm (each fetch is logged)"; \
+		npm install --loglevel http --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); }; \
+	else echo "make: no node: the Node tests will skip"; fi
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture
 	$(PY) examples/demo.py
@@ -86,7 +93,8 @@ clean: ## remove the virtual environment and caches
 browser: ## install Debian's chromium for the HTML tests (root with apt-get only)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null \
-		|| { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } \
+		echo "make: installing Debian's chromium system-wide with apt-get, as root (for the HTML test; a few minutes)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
+		|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; } \
 		|| echo "browser: chromium could not be installed; the HTML test will skip"; \
 	else echo "browser: no chromium (needs root and apt-get); the HTML test will skip"; fi; }
