@@ -349,7 +349,10 @@ def test_private_misses_carry_no_hash_and_no_text(tmp_path: Path) -> None:
         with pytest.raises(openai.UnprocessableEntityError) as caught:
             client.completions.create(model="m", prompt=SECRET)
         bodies.append(json.dumps(caught.value.body))
-    with anthropic_client(replay) as claude, pytest.raises(anthropic.UnprocessableEntityError) as miss:
+    with (
+        anthropic_client(replay) as claude,
+        pytest.raises(anthropic.UnprocessableEntityError) as miss,
+    ):
         claude.messages.count_tokens(model="c", messages=[{"role": "user", "content": SECRET}])
     bodies.append(json.dumps(miss.value.body))
     local: Any = ollama_client(replay)
