@@ -13,7 +13,7 @@ CREWAI := $(VENV)/crewai
 CSTAMP := $(CREWAI)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint typecheck pytest node-deps browser crewai demo demo-sdk bench soak clean
+.PHONY: help test test-tools lint typecheck pytest node-deps browser crewai demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -49,7 +49,13 @@ test: $(STAMP) $(CSTAMP) node-deps browser ## install into .venv, then run ruff,
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not tools"
+
+# Whole evaluation tools recording, replaying and comparing as docs/eval-tools.md pastes
+# them (minutes each): a target of their own, so that `make test` stays within its budget;
+# .ci/run runs both.
+test-tools: $(STAMP) $(CSTAMP) ## run docs/eval-tools.md's commands with each real tool (pytest -m tools)
+	$(PY) -m pytest -m tools
 
 lint: $(STAMP) ## ruff only
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -57,8 +63,8 @@ lint: $(STAMP) ## ruff only
 typecheck: $(STAMP) ## mypy --strict only
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) $(CSTAMP) node-deps browser ## pytest only
-	$(PY) -m pytest
+pytest: $(STAMP) $(CSTAMP) node-deps browser ## pytest only (make test-tools runs the tools' tests)
+	$(PY) -m pytest -m "not tools"
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
 # @ai-sdk/openai) packages from Node (tests/frontdoor/test_node.py); where node is
