@@ -38,7 +38,6 @@ from .._interface import Attributed
 from ..serving import AsyncServing, FailureHook, Outcomes
 from ..vendors import FAMILIES
 from .app import MAX_BODY_BYTES, FrontDoorApp
-from .misses import MissReporter
 from .proxy import ProxyRefusal
 
 if TYPE_CHECKING:
@@ -142,8 +141,6 @@ class FrontDoor:
             release_on_close=release_on_close,
             outcomes=self.outcomes,
             on_failure=on_failure,
-            # A miss's error names the fixture's add command, as the reporter's lines do.
-            hint=on_failure.hint if isinstance(on_failure, MissReporter) else None,
         )
         self._sock = _bind(host, port)
         bound_host, bound_port = self._sock.getsockname()[:2]

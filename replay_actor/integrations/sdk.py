@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
     from ..manifest import ManifestLike
-    from ..serving import MissHint
+    from ..serving import AsyncServing, MissHint, Serving
 
 __all__ = [
     "anthropic_client",
@@ -64,6 +64,16 @@ def _opened(manifest: ManifestLike) -> tuple[Provider, MissHint]:
     read = read_manifest(manifest)
     hint = MissHint(read.fixture, private=read.private, inspection=read.inspection)
     return open_provider(read), hint
+
+
+_S = TypeVar("_S", bound="Serving | AsyncServing")
+
+
+def _hinted(transport: _S, hint: MissHint) -> _S:
+    """``transport``, its misses' errors naming the manifest's fixture in their ``add``
+    command."""
+    transport.hint = hint
+    return transport
 
 
 def _build(
@@ -106,9 +116,10 @@ def _on_transport(
     def make(provider: Provider, kwargs: dict[str, Any], hint: MissHint) -> _T:
         http: httpx2.Client | httpx2.AsyncClient
         if asynchronous:
-            http = httpx2.AsyncClient(transport=AsyncProviderTransport(provider, api, hint=hint))
+            hinted = _hinted(AsyncProviderTransport(provider, api), hint)
+            http = httpx2.AsyncClient(transport=hinted)
         else:
-            http = httpx2.Client(transport=ProviderTransport(provider, api, hint=hint))
+            http = httpx2.Client(transport=_hinted(ProviderTransport(provider, api), hint))
         return client_class(http_client=http, **kwargs)
 
     return _build(manifest, sdk_kwargs, make)
@@ -183,13 +194,13 @@ def _gemini(manifest: ManifestLike, sdk_kwargs: dict[str, Any], *, release_by_as
         # google-genai builds (and closes) its own httpx2 clients around these
         # transports; a transport given this way also turns its aiohttp path off.
         options.client_args = {
-            "transport": ProviderTransport(
-                provider, "gemini", release_on_close=not release_by_async, hint=hint
+            "transport": _hinted(
+                ProviderTransport(provider, "gemini", release_on_close=not release_by_async), hint
             )
         }
         options.async_client_args = {
-            "transport": AsyncProviderTransport(
-                provider, "gemini", release_on_close=release_by_async, hint=hint
+            "transport": _hinted(
+                AsyncProviderTransport(provider, "gemini", release_on_close=release_by_async), hint
             )
         }
         client = genai.Client(http_options=options, **kwargs)
@@ -233,10 +244,10 @@ def _ollama(manifest: ManifestLike, sdk_kwargs: dict[str, Any], *, asynchronous:
     provider, hint = _opened(manifest)
     try:
         if asynchronous:
-            transport: Any = AsyncHttpxProviderTransport(provider, "ollama", hint=hint)
+            transport: Any = _hinted(AsyncHttpxProviderTransport(provider, "ollama"), hint)
             client: Any = ollama.AsyncClient(host=_OLLAMA_HOST, transport=transport, **sdk_kwargs)
         else:
-            transport = HttpxProviderTransport(provider, "ollama", hint=hint)
+            transport = _hinted(HttpxProviderTransport(provider, "ollama"), hint)
             client = ollama.Client(host=_OLLAMA_HOST, transport=transport, **sdk_kwargs)
     except BaseException:
         provider.release()

@@ -58,11 +58,13 @@ class _Serving:
         release_on_close: bool = True,
         outcomes: Outcomes | None = None,
         on_failure: FailureHook | None = None,
-        hint: MissHint | None = None,
     ) -> None:
         self._exchange = Exchange(api)
-        #: What a miss's error message says to do (the fixture's ``add`` command).
-        self.hint = hint
+        #: What a miss's error message says to do (the fixture's ``add`` command): the
+        #: failure hook's own when it has one (the front door's miss reporter), so the
+        #: error and the reporter's lines agree; an SDK client sets it after construction.
+        hint = getattr(on_failure, "hint", None)
+        self.hint: MissHint | None = hint if isinstance(hint, MissHint) else None
         #: Told of each call the provider failed (the front door's miss reporter); it
         #: must not raise.
         self._on_failure = on_failure
