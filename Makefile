@@ -6,13 +6,14 @@ STAMP  := $(VENV)/.installed-dev
 # make test installs every integration's extra: CI must run those tests, not skip them.
 EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals,clock,mcp
 BSTAMP := $(VENV)/.installed-bench
-# CrewAI's latest release needs openai<3, so it gets an environment of its own, inside
-# .venv (tests/attribution/test_frameworks.py runs it under replay-actor run).
+# CrewAI's and LlamaIndex's OpenAI LLM's latest releases need openai<3, so they get an
+# environment of their own, inside .venv (tests/attribution/test_frameworks.py and
+# tests/integrations/test_framework_misses.py run them under replay-actor run).
 CREWAI := $(VENV)/crewai
 CSTAMP := $(CREWAI)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint typecheck pytest node-deps browser crewai demo demo-sdk bench soak clean
+.PHONY: help test test-tools lint typecheck pytest node-deps browser crewai demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,28 +22,40 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+# Installs say what they install and show each package as it comes (pip's lines, npm's
+# http log, apt's): a first `make test` takes minutes here and must not sit silent.
+PIP := -m pip install --progress-bar off --disable-pip-version-check
+
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	@echo "make: installing replay-actor and its extras ($(EXTRAS)) into $(VENV) with pip (several minutes the first time)"
+	$(PY) $(PIP) -e '.[$(EXTRAS)]'
 	touch $@
 
 $(CSTAMP): pyproject.toml | $(PY)
-	@echo "make: installing CrewAI into $(CREWAI), an environment of its own (a few minutes)"
+	@echo "make: installing CrewAI and LlamaIndex's OpenAI LLM into $(CREWAI), an environment of their own (a few minutes)"
 	$(PYTHON) -m venv $(CREWAI)
-	$(CREWAI)/bin/python -m pip install -q --upgrade pip
-	$(CREWAI)/bin/python -m pip install -q -e '.[crewai]'
+	$(CREWAI)/bin/python $(PIP) --upgrade pip
+	$(CREWAI)/bin/python $(PIP) -e '.[crewai,llamaindex]'
 	touch $@
 
-crewai: $(CSTAMP) ## install CrewAI into .venv/crewai (its own environment) for the attribution tests
+crewai: $(CSTAMP) ## install CrewAI and LlamaIndex's OpenAI LLM into .venv/crewai (their own environment)
 
 $(BSTAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[$(EXTRAS),bench]'
+	@echo "make: installing the benchmarks' extras into $(VENV) with pip"
+	$(PY) $(PIP) -e '.[$(EXTRAS),bench]'
 	touch $@
 
 test: $(STAMP) $(CSTAMP) node-deps browser ## install into .venv, then run ruff, mypy --strict and pytest
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest
+	$(PY) -m pytest -m "not tools"
+
+# Whole evaluation tools recording, replaying and comparing as docs/eval-tools.md pastes
+# them (minutes each): a target of their own, so that `make test` stays within its budget;
+# .ci/run runs both.
+test-tools: $(STAMP) $(CSTAMP) ## run docs/eval-tools.md's commands with each real tool (pytest -m tools)
+	$(PY) -m pytest -m tools
 
 lint: $(STAMP) ## ruff only
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -50,8 +63,8 @@ lint: $(STAMP) ## ruff only
 typecheck: $(STAMP) ## mypy --strict only
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) $(CSTAMP) node-deps browser ## pytest only
-	$(PY) -m pytest
+pytest: $(STAMP) $(CSTAMP) node-deps browser ## pytest only (make test-tools runs the tools' tests)
+	$(PY) -m pytest -m "not tools"
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
 # @ai-sdk/openai) packages from Node (tests/frontdoor/test_node.py), and promptfoo's eval
@@ -61,9 +74,9 @@ node-deps: ## install the npm packages the Node tests use into .cache/node (if n
 	@if command -v node >/dev/null 2>&1; then \
 		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \
 		test -z "$$missing" || { \
-		echo "make: installing the npm packages the Node tests use into .cache/node: $(NODE_PACKAGES) (promptfoo is about 1.4 GB: a few minutes)"; \
-		npm install --silent --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); }; \
-	fi
+		echo "make: installing the npm packages $(NODE_PACKAGES) into .cache/node with npm (promptfoo is about 1.4 GB: a few minutes; each fetch is logged)"; \
+		npm install --loglevel http --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); }; \
+	else echo "make: no node: the Node tests will skip"; fi
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture
 	$(PY) examples/demo.py
@@ -86,7 +99,8 @@ clean: ## remove the virtual environment and caches
 browser: ## install Debian's chromium for the HTML tests (root with apt-get only)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null \
-		|| { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } \
+		echo "make: installing Debian's chromium system-wide with apt-get, as root (for the HTML test; a few minutes)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
+		|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; } \
 		|| echo "browser: chromium could not be installed; the HTML test will skip"; \
 	else echo "browser: no chromium (needs root and apt-get); the HTML test will skip"; fi; }

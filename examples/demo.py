@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shlex
 import sys
 import time
 from multiprocessing.connection import Connection
@@ -187,10 +188,10 @@ def print_miss(miss: dict[str, Any] | None) -> None:
     print(f"  step       {miss['step']}")
     print(f"  exception  {miss['type']}")
     print(f"  message    {miss['message']}")
-    print("\n  to fix it, record the answer the workflow expects, then rerun:")
+    print("\n  to fix it, add the answer the workflow expects, then rerun:")
     print(
-        f"    .venv/bin/replay-actor stub {miss['request_hash']} "
-        f"--content {json.dumps(miss['suggested_content'])} >> {fixture}"
+        f"    .venv/bin/replay-actor add {fixture} {miss['request_hash']} "
+        f"--content {shlex.quote(miss['suggested_content'])}"
     )
     print("    make demo")
     print(f"  (python examples/demo.py --write-fixture restores the bundled {fixture.name})")

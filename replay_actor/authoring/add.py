@@ -31,7 +31,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 import msgspec
 
 from .._errors import FixtureError, RecordingError, RecordingLocked, ReplayError
-from ..files.durable import atomic_write, release_lock, take_lock
+from ..files.durable import atomic_write, real_file, release_lock, take_lock
 from ..fixture import (
     DEFAULT_CEILINGS,
     Ceilings,
@@ -162,7 +162,9 @@ def _edit(
     """Under the fixture's lock: read it, ``change`` it, check the result, replace it
     (``verb``: "add" or "remove", for the messages)."""
     ceilings = DEFAULT_CEILINGS if ceilings is None else ceilings
-    path = os.path.abspath(os.fspath(fixture))
+    # A fixture reached through a symbolic link is changed where it is, under the
+    # target's lock (the recorder's), and the link stays a link.
+    path = real_file(fixture)
     shown = os.fspath(fixture)
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):

@@ -115,12 +115,37 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return serve_forever(manifest, args.host, args.port, log=args.log)
 
 
+def _options_after_manifest(args: argparse.Namespace, command: list[str]) -> list[str] | int:
+    """COMMAND, with ``run``'s options written after MANIFEST (``run eval.toml --seal
+    off -- python app.py``, the order docs/front-door.md shows) read into ``args``:
+    argparse hands everything after the manifest to COMMAND. Options go before ``--``;
+    without one, a leading option is a usage error (COMMAND would be the option)."""
+    if not command or not command[0].startswith("-") or command[0] == "--":
+        return command[1:] if command[:1] == ["--"] else command
+    if "--" not in command:
+        print(
+            f"{PROG} run: error: {command[0]} after MANIFEST needs `--` before COMMAND "
+            f"(run MANIFEST {command[0]} ... -- COMMAND)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    end = command.index("--")
+    parser = argparse.ArgumentParser(prog=f"{PROG} run MANIFEST", add_help=False)
+    for option in _RUN_OPTIONS:
+        parser.add_argument(*option.names, **{**option.options, "default": argparse.SUPPRESS})
+    try:
+        parser.parse_args(command[:end], namespace=args)
+    except SystemExit:  # argparse has said what is wrong
+        return EXIT_USAGE
+    return command[end + 1 :]
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from ..frontdoor.run import run_command
 
-    command: list[str] = list(args.command)
-    if command[:1] == ["--"]:
-        command = command[1:]
+    command = _options_after_manifest(args, list(args.command))
+    if isinstance(command, int):
+        return command
     if not command:
         print(f"{PROG} run: error: a COMMAND is required after --", file=sys.stderr)
         return EXIT_USAGE
@@ -145,6 +170,22 @@ SERVE: Final = Command(
     arguments=_ADDRESS,
     handler=_cmd_serve,
 )
+#: ``run``'s options but MANIFEST and COMMAND, accepted before MANIFEST or after it.
+_RUN_OPTIONS: Final = (
+    *_ADDRESS[1:],
+    arg(
+        "--seal",
+        choices=("namespace", "proxy", "off"),
+        default=None,
+        help="how COMMAND is kept from other endpoints (default: namespace, else proxy, "
+        "for a replay manifest; off for live and record)",
+    ),
+    arg(
+        "--allow-misses",
+        action="store_true",
+        help="exit with COMMAND's status even if a call failed (a miss, ...)",
+    ),
+)
 RUN: Final = Command(
     description=(
         "Start the front door for the manifest's provider in this process and run\n"
@@ -153,19 +194,8 @@ RUN: Final = Command(
     ),
     epilog=_EPILOG_RUN,
     arguments=(
-        *_ADDRESS,
-        arg(
-            "--seal",
-            choices=("namespace", "proxy", "off"),
-            default=None,
-            help="how COMMAND is kept from other endpoints (default: namespace, else proxy, "
-            "for a replay manifest; off for live and record)",
-        ),
-        arg(
-            "--allow-misses",
-            action="store_true",
-            help="exit with COMMAND's status even if a call failed (a miss, ...)",
-        ),
+        _ADDRESS[0],
+        *_RUN_OPTIONS,
         arg(
             "command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]", help="the command"
         ),

@@ -35,6 +35,7 @@ __all__ = [
     "atomic_write",
     "create_empty",
     "fsync_dir",
+    "real_file",
     "release_lock",
     "remove_stale_temps",
     "take_lock",
@@ -45,6 +46,14 @@ _LOCK_ATTEMPTS: Final = 20
 #: How long a recorder opening or a lone recorder's cleanup may make another wait: the
 #: exclusive holder is ``add`` or a lone recorder folding a journal into the fixture.
 SESSION_WAIT: Final = 60.0
+
+
+def real_file(path: str | os.PathLike[str]) -> str:
+    """The absolute path of the file ``path`` names, symbolic links followed. A fixture
+    reached through a link is changed where it is (the link stays a link) and locked by
+    the target's name, so every writer of one file takes one lock, whichever name it
+    was given."""
+    return os.path.realpath(os.fspath(path))
 
 
 def fsync_dir(folder: str) -> None:

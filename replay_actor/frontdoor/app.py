@@ -114,7 +114,9 @@ class FrontDoorApp:
             answer = await self._serving.serve(scope["method"], path, body, headers, query)
         except Exception as exc:
             # serve answers every failure itself; this is a bug. Still an answer the SDKs
-            # do not retry (a 500 from the server would be retried), naming only the type.
+            # do not retry (a 500 from the server would be retried), naming only the type,
+            # and counted: a child that swallows it must not exit 0 under run.
+            self._serving.refused("failed", path)
             answer = self._envelopes.refusal(
                 path,
                 500,

@@ -22,7 +22,6 @@ A reporter never raises: a diagnostic must not replace the failure it reports.
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import threading
@@ -30,14 +29,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from .._errors import ReplayError, ReplayMiss, RequestError, SequenceExhausted
+from ..serving import ANSWER_PLACEHOLDER, MissHint
+from ..serving import shown_path as _shown_path
 
 if TYPE_CHECKING:
     from ..manifest import Manifest
 
 __all__ = ["ANSWER_ARGS", "ANSWER_PLACEHOLDER", "MissReporter", "reporter_for"]
 
-#: What the printed ``add`` command says where the author's answer goes.
-ANSWER_PLACEHOLDER: Final = "THE ANSWER"
 #: The ``add`` arguments that give a missed request of a kind its answer, and a line saying
 #: what the answer holds; a kind not named here answers text (``--content``).
 ANSWER_ARGS: Final[dict[str, tuple[str, str]]] = {
@@ -56,18 +55,6 @@ _HTTP_RESPONSE: Final = (
 )
 _PREFIX: Final = "replay-actor: "
 _INDENT: Final = "  "
-
-
-def _shown_path(path: str) -> str:
-    """``path`` as a command pasted in the current directory reaches it: relative when
-    it is below the current directory, else absolute; shell-quoted."""
-    absolute = os.path.abspath(path)
-    try:
-        relative = os.path.relpath(absolute)
-    except ValueError:
-        relative = absolute
-    chosen = absolute if relative.startswith(os.pardir) else relative
-    return shlex.quote(chosen)
 
 
 def _incidental(host: Any) -> str:
@@ -100,6 +87,9 @@ class MissReporter:
         self.fixture = fixture
         self.private = private
         self.inspection = inspection
+        #: What the HTTP error of each miss says to do, beside these lines: the same
+        #: ``add`` command, for a framework that shows its user the error alone.
+        self.hint = MissHint(fixture, private=private, inspection=inspection)
         self._stream = stream
         self._seen: set[tuple[str, str]] = set()
         self._lock = threading.Lock()

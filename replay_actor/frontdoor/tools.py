@@ -21,7 +21,7 @@ form, or a request inside a ``CONNECT`` tunnel, :mod:`.tunnel`):
   relayed to the client as it arrives while it is recorded.
 
 A failure is an answer in OpenAI's error envelope with ``x-should-retry: false``
-(404 for a miss or an exhausted sequence, as for every vendor); the request's bytes never
+(422 for a miss or an exhausted sequence, as for every vendor); the request's bytes never
 appear in one.
 """
 
@@ -321,7 +321,7 @@ class ToolExchange:
 
     async def _finish(self, got: HttpAnswer | Exception, send: Send, receive: Receive) -> None:
         if isinstance(got, Exception):
-            await _send_answer(send, failure_answer(got))
+            await _send_answer(send, failure_answer(got, self._serving.hint))
         else:
             await _send_stored(send, receive, got)
 

@@ -15,6 +15,7 @@ an explicit import (``replay_actor.pydantic_ai``).
     httpx_transport.py  the same for frameworks on httpx
     sdk.py              the vendors' SDK clients, answered from a manifest
     inspect_ai.py       Inspect AI's ``replay`` model provider
+    inspect_batch.py    Inspect's OpenAI batcher reading a failed line as its own error
     inspect_eval.py     Inspect's own eval logs, read for ``compare --eval``
     pydantic_ai.py      ``ReplayModel``, a pydantic-ai ``Model``
     pytest_plugin.py    the pytest fixtures, marker and ``--replay-mode``

@@ -68,6 +68,11 @@ from .._response import Unexpressible, read_response
 from ..attribution.row import in_row
 from ..vendors import canonical_arguments, collapse_content
 from ._private import acall_private
+from .inspect_batch import install as _mend_batches
+
+# Inspect loads this module at startup (its entry point): a batch run gets its failed
+# lines read as their own errors, whichever provider it uses (inspect_batch.py).
+_mend_batches()
 
 __all__ = [
     "ReplayModelAPI",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from .._interface import Provider
     from ..manifest import ManifestLike
+    from ..serving import AsyncServing, MissHint, Serving
 
 __all__ = [
     "anthropic_client",
@@ -54,19 +55,38 @@ PLACEHOLDER_KEY: Final = "replay-actor-no-key"
 _T = TypeVar("_T")
 
 
+def _opened(manifest: ManifestLike) -> tuple[Provider, MissHint]:
+    """The manifest's provider, and what a miss's error says to do: the ``add`` command
+    naming its fixture (docs/sdk.md, "Failures"). The manifest is read once."""
+    from ..manifest import open_provider, read_manifest
+    from ..serving import MissHint
+
+    read = read_manifest(manifest)
+    hint = MissHint(read.fixture, private=read.private, inspection=read.inspection)
+    return open_provider(read), hint
+
+
+_S = TypeVar("_S", bound="Serving | AsyncServing")
+
+
+def _hinted(transport: _S, hint: MissHint) -> _S:
+    """``transport``, its misses' errors naming the manifest's fixture in their ``add``
+    command."""
+    transport.hint = hint
+    return transport
+
+
 def _build(
     manifest: ManifestLike,
     sdk_kwargs: dict[str, Any],
-    make: Callable[[Provider, dict[str, Any]], _T],
+    make: Callable[[Provider, dict[str, Any], MissHint], _T],
 ) -> _T:
     if "http_client" in sdk_kwargs:
         raise TypeError("http_client is built by replay-actor; pass the other SDK options only")
-    from .. import open_provider
-
     sdk_kwargs.setdefault("api_key", PLACEHOLDER_KEY)
-    provider = open_provider(manifest)
+    provider, hint = _opened(manifest)
     try:
-        client = make(provider, sdk_kwargs)
+        client = make(provider, sdk_kwargs, hint)
     except BaseException:
         provider.release()
         raise
@@ -93,12 +113,13 @@ def _on_transport(
 
     from .transport import AsyncProviderTransport, ProviderTransport
 
-    def make(provider: Provider, kwargs: dict[str, Any]) -> _T:
+    def make(provider: Provider, kwargs: dict[str, Any], hint: MissHint) -> _T:
         http: httpx2.Client | httpx2.AsyncClient
         if asynchronous:
-            http = httpx2.AsyncClient(transport=AsyncProviderTransport(provider, api))
+            hinted = _hinted(AsyncProviderTransport(provider, api), hint)
+            http = httpx2.AsyncClient(transport=hinted)
         else:
-            http = httpx2.Client(transport=ProviderTransport(provider, api))
+            http = httpx2.Client(transport=_hinted(ProviderTransport(provider, api), hint))
         return client_class(http_client=http, **kwargs)
 
     return _build(manifest, sdk_kwargs, make)
@@ -169,17 +190,17 @@ def _gemini(manifest: ManifestLike, sdk_kwargs: dict[str, Any], *, release_by_as
     # otherwise want a project and credentials that a replay never needs.
     sdk_kwargs.setdefault("vertexai", False)
 
-    def make(provider: Provider, kwargs: dict[str, Any]) -> Any:
+    def make(provider: Provider, kwargs: dict[str, Any], hint: MissHint) -> Any:
         # google-genai builds (and closes) its own httpx2 clients around these
         # transports; a transport given this way also turns its aiohttp path off.
         options.client_args = {
-            "transport": ProviderTransport(
-                provider, "gemini", release_on_close=not release_by_async
+            "transport": _hinted(
+                ProviderTransport(provider, "gemini", release_on_close=not release_by_async), hint
             )
         }
         options.async_client_args = {
-            "transport": AsyncProviderTransport(
-                provider, "gemini", release_on_close=release_by_async
+            "transport": _hinted(
+                AsyncProviderTransport(provider, "gemini", release_on_close=release_by_async), hint
             )
         }
         client = genai.Client(http_options=options, **kwargs)
@@ -218,16 +239,15 @@ def _ollama(manifest: ManifestLike, sdk_kwargs: dict[str, Any], *, asynchronous:
         raise TypeError("transport is built by replay-actor; pass the other client options only")
     import ollama
 
-    from .. import open_provider
     from .httpx_transport import AsyncHttpxProviderTransport, HttpxProviderTransport
 
-    provider = open_provider(manifest)
+    provider, hint = _opened(manifest)
     try:
         if asynchronous:
-            transport: Any = AsyncHttpxProviderTransport(provider, "ollama")
+            transport: Any = _hinted(AsyncHttpxProviderTransport(provider, "ollama"), hint)
             client: Any = ollama.AsyncClient(host=_OLLAMA_HOST, transport=transport, **sdk_kwargs)
         else:
-            transport = HttpxProviderTransport(provider, "ollama")
+            transport = _hinted(HttpxProviderTransport(provider, "ollama"), hint)
             client = ollama.Client(host=_OLLAMA_HOST, transport=transport, **sdk_kwargs)
     except BaseException:
         provider.release()

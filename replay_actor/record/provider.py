@@ -58,7 +58,13 @@ from .._errors import (
 from .._interface import ReleasedOnExit, complete_each
 from .._request import RequestLike, canonical_request
 from ..adapters.live import LiveProvider, prepare_request
-from ..files.durable import SessionLock, create_empty, fsync_dir, remove_stale_temps
+from ..files.durable import (
+    SessionLock,
+    create_empty,
+    fsync_dir,
+    real_file,
+    remove_stale_temps,
+)
 from ..files.sidecar import SidecarWriter
 from ..fixture import EXHAUSTED, MISS, Ceilings, Cursors, parse_fixture, read_fixture_bytes
 from .committer import Answer, Committer, RequestHash
@@ -132,11 +138,13 @@ class RecordingProvider(ReleasedOnExit):
         private: bool = False,
         ceilings: Ceilings | None = None,
     ) -> None:
-        self._path = os.path.abspath(os.fspath(fixture))
+        # Through a symbolic link: the target's lock, journal and replacement (add's).
+        self._path = real_file(fixture)
         self._folder = os.path.dirname(self._path)
         self._journal_path = self._path + ".journal"
-        # The request behind each recorded hash, for explaining later misses.
-        self._sidecar = SidecarWriter(self._path)
+        # The request behind each recorded hash, for explaining later misses: beside the
+        # name the fixture was given, where explain and the miss reporter look for it.
+        self._sidecar = SidecarWriter(os.path.abspath(os.fspath(fixture)))
         self._live = live
         self._private = private
         self._ceilings = Ceilings() if ceilings is None else ceilings

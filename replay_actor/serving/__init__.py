@@ -24,14 +24,16 @@ failure                    status  ``error.type``
 =========================  ======  =====================
 other path or method       404     ``not_found`` (listing the served paths)
 invalid request            400     ``invalid_request``
-miss                       404     ``replay_miss``
-exhausted sequence         404     ``replay_exhausted``
+miss                       422     ``replay_miss`` (and the ``add`` command)
+exhausted sequence         422     ``replay_exhausted`` (and the ``add`` command)
 released provider / lost   503     ``replay_unavailable``
 live endpoint failed       502     ``live_provider_error``
 =========================  ======  =====================
 
 The error message is the exception's own first line (for a miss, exactly the message
-docs/privacy.md gives): in private mode it carries no hash, and no header or id is
+docs/privacy.md gives), then a miss's way out, :class:`MissHint`'s ``replay-actor add``
+command (422, not 404: frameworks read a 404 as a missing model and show their own
+words instead, docs/sdk.md "Failures"): in private mode it carries no hash, and no header or id is
 derived from the request hash, so nothing private crosses. In normal mode a miss that
 the fixture's request sidecar explains adds ``error.nearest`` (``{"request_hash",
 "paths"}``, docs/authoring.md) beside the message, so an SDK user can read it from the
@@ -58,13 +60,25 @@ front door's raw ASGI header pairs.
 from __future__ import annotations
 
 from ._answer import Answer, Headers, error_answer
-from ._exchange import API_NAMES, SCOPE_HEADER, Api, Call, Exchange
+from ._exchange import (
+    ANSWER_PLACEHOLDER,
+    API_NAMES,
+    MISS_STATUS,
+    SCOPE_HEADER,
+    Api,
+    Call,
+    Exchange,
+    MissHint,
+    shown_path,
+)
 from ._outcomes import KINDS, Kind, Outcomes
 from ._serving import AsyncServing, FailureHook, Serving, failure_answer, outcome_of
 
 __all__ = [
+    "ANSWER_PLACEHOLDER",
     "API_NAMES",
     "KINDS",
+    "MISS_STATUS",
     "SCOPE_HEADER",
     "Answer",
     "Api",
@@ -74,9 +88,11 @@ __all__ = [
     "FailureHook",
     "Headers",
     "Kind",
+    "MissHint",
     "Outcomes",
     "Serving",
     "error_answer",
     "failure_answer",
     "outcome_of",
+    "shown_path",
 ]

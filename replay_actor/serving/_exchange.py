@@ -14,6 +14,8 @@ front door's raw ASGI header pairs.
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -32,10 +34,20 @@ from .._response import Unexpressible, read_response
 from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
 from ..vendors import REGISTRY, Vendor, VendorCall, make_vendor, served_with, vendor_names
 from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error
-from ._routes import AZURE_FORMS, canonical_path, described, looks_like
+from ._routes import AZURE_FORMS, canonical_path, deployment, described, looks_like
 from .batches import Batches, BatchWork
 
-__all__ = ["API_NAMES", "SCOPE_HEADER", "Api", "Call", "Exchange"]
+__all__ = [
+    "ANSWER_PLACEHOLDER",
+    "API_NAMES",
+    "MISS_STATUS",
+    "SCOPE_HEADER",
+    "Api",
+    "Call",
+    "Exchange",
+    "MissHint",
+    "shown_path",
+]
 
 #: A registered vendor API name (``vendors.REGISTRY``).
 Api = str
@@ -49,23 +61,85 @@ SCOPE_HEADER: Final = "x-replay-scope"
 _SCOPE_KEY: Final = SCOPE_HEADER.encode()
 
 
-def _failure(vendor: Vendor, exc: BaseException) -> Answer:
-    if isinstance(exc, RequestError):
-        return _error(vendor, 400, "invalid_request", str(exc))
-    if isinstance(exc, ReplayMiss):
-        # The first line is the miss message; the explanation goes in its own field.
-        message = str(exc).partition("\n")[0]
-        return _error(vendor, 404, "replay_miss", message, exc.nearest)
-    if isinstance(exc, SequenceExhausted):
-        return _error(vendor, 404, "replay_exhausted", str(exc))
-    if isinstance(exc, ProviderClosed | ActorLost):
-        return _error(vendor, 503, "replay_unavailable", str(exc))
-    if isinstance(exc, LiveProviderError):
-        return _error(vendor, 502, "live_provider_error", str(exc))
-    if isinstance(exc, Unexpressible):
-        return _error(vendor, 500, "replay_unexpressible", str(exc))
-    if isinstance(exc, ReplayError):
-        return _error(vendor, 500, "replay_error", str(exc))
+#: A miss's and an exhausted sequence's status: 422, a client error no SDK retries
+#: (unlike 408, 409, 429 and 5xx) and none reads as something else. 404 read as a
+#: missing model: LangChain raises ``OpenAIModelNotFoundError``, CrewAI says "Model …
+#: not found" (docs/sdk.md, "Failures", has each framework's reading).
+MISS_STATUS: Final = 422
+#: What the printed ``add`` command says where the author's answer goes.
+ANSWER_PLACEHOLDER: Final = "THE ANSWER"
+
+
+def shown_path(path: str) -> str:
+    """``path`` as a command pasted in the current directory reaches it: relative when
+    it is below the current directory, else absolute; shell-quoted."""
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except ValueError:
+        relative = absolute
+    return shlex.quote(absolute if relative.startswith(os.pardir) else relative)
+
+
+class MissHint:
+    """``MissHint(fixture=None, private=False, inspection=None)``: what a miss's error
+    message says after the miss itself, so that a framework that shows only the error's
+    message still shows the way out: the ``replay-actor add`` command that answers it,
+    naming the fixture (``FIXTURE`` when the serving does not know it) and, in private
+    mode, never the hash (the owner-only inspection record holds it)."""
+
+    __slots__ = ("fixture", "inspection", "private")
+
+    def __init__(
+        self, fixture: str | None = None, *, private: bool = False, inspection: str | None = None
+    ) -> None:
+        self.fixture = fixture
+        self.private = private
+        self.inspection = inspection
+
+    def __call__(self, exc: ReplayMiss | SequenceExhausted) -> str:
+        fixture = "FIXTURE" if self.fixture is None else shown_path(self.fixture)
+        more = " --next" if isinstance(exc, SequenceExhausted) else ""
+        digest = exc.request_hash
+        # Double quotes: a framework that shows the error's repr (Inspect) escapes single
+        # ones, and the command must survive being copied from there.
+        answer = f'--content "{ANSWER_PLACEHOLDER}"'
+        if digest is not None and not self.private:
+            return f"to answer it: replay-actor add {fixture} {digest}{more} {answer}"
+        where = (
+            f"the owner-only inspection record {shown_path(self.inspection)}"
+            if self.inspection is not None
+            else 'an inspection record (inspection = "misses.jsonl" in the manifest)'
+        )
+        return (
+            f"to answer it: replay-actor add {fixture} HASH{more} {answer}, "
+            f"HASH withheld (private data) but written to {where}"
+        )
+
+
+#: The failures answered with the exception's own message, the first that matches:
+#: (exception types, status, ``error.type``).
+_PLAIN: Final[tuple[tuple[tuple[type[BaseException], ...], int, str], ...]] = (
+    ((RequestError,), 400, "invalid_request"),
+    ((ProviderClosed, ActorLost), 503, "replay_unavailable"),
+    ((LiveProviderError,), 502, "live_provider_error"),
+    ((Unexpressible,), 500, "replay_unexpressible"),
+    ((ReplayError,), 500, "replay_error"),
+)
+
+
+def _failure(vendor: Vendor, exc: BaseException, hint: MissHint | None = None) -> Answer:
+    if isinstance(exc, ReplayMiss | SequenceExhausted):
+        # The miss message (its first line: the explanation goes in its own field), then
+        # the way out, in the one field every SDK and framework shows.
+        kind = "replay_miss" if isinstance(exc, ReplayMiss) else "replay_exhausted"
+        headline = str(exc).partition("\n")[0]
+        message = f"{headline}; {(hint or MissHint())(exc)}"
+        nearest = exc.nearest if isinstance(exc, ReplayMiss) else None
+        return _error(vendor, MISS_STATUS, kind, message, nearest)
+    for types, status, kind in _PLAIN:
+        if isinstance(exc, types):
+            return _error(vendor, status, kind, str(exc))
     # A bug: say which, never what (the message could quote the request).
     return _error(vendor, 500, "replay_internal_error", f"internal error ({type(exc).__name__})")
 
@@ -95,9 +169,10 @@ class Call(NamedTuple):
         except Exception as exc:
             return _failure(self.vendor, exc)
 
-    def fail(self, exc: BaseException) -> Answer:
-        """The vendor's error answer for what the provider raised."""
-        return _failure(self.vendor, exc)
+    def fail(self, exc: BaseException, hint: MissHint | None = None) -> Answer:
+        """The vendor's error answer for what the provider raised (``hint``: what a
+        miss's message says to do, :class:`MissHint`)."""
+        return _failure(self.vendor, exc, hint)
 
 
 def _scope_texts(headers: Headers | None) -> list[str]:
@@ -219,13 +294,17 @@ class Exchange:
     ) -> Call | Answer:
         """The call to put to the provider, or the answer when there is none to make (an
         unserved path, a body that is not the vendor's request, a bad ``x-replay-scope``)."""
-        path = canonical_path(path)
+        given, path = path, canonical_path(path)
         vendor = self._route(method, path, headers)
         if isinstance(vendor, Answer):
             return vendor
         data = _read_json(vendor, body)
         if isinstance(data, Answer):
             return data
+        name = deployment(given)
+        if name is not None and type(data) is dict and "model" not in data:
+            # Azure names the model in the URL; its SDKs may leave it out of the body.
+            data["model"] = name
         try:
             call = Call(vendor, vendor.read_body(data, path))
         except RequestError as exc:

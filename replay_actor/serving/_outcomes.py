@@ -9,8 +9,8 @@ the requests it answers itself (no token, too large, a proxied request it refuse
 kind           the answer
 =============  =========================================================================
 ``served``     200: the provider answered
-``missed``     404 ``replay_miss``
-``exhausted``  404 ``replay_exhausted``
+``missed``     422 ``replay_miss``
+``exhausted``  422 ``replay_exhausted``
 ``invalid``    the request could not be asked: a body that is not a request, a bad or
                repeated ``x-replay-scope``, a path no vendor serves, no token, too large
 ``blocked``    a request meant for another host, refused (the sealed run's proxy)

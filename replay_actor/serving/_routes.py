@@ -21,12 +21,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable
 from typing import Final
+from urllib.parse import unquote
 
 from ..vendors import FAMILIES, Shape
 
-__all__ = ["AZURE_FORMS", "canonical_path", "described", "looks_like"]
+__all__ = ["AZURE_FORMS", "canonical_path", "deployment", "described", "looks_like"]
 
-_AZURE_DEPLOYMENT: Final = re.compile(r"^/openai/deployments/[^/]+(/.*)$")
+_AZURE_DEPLOYMENT: Final = re.compile(r"^/openai/deployments/([^/]+)(/.*)$")
 
 #: Each family's look, in the families' order: (name, its paths, its SDKs' headers, its
 #: looser paths).
@@ -49,7 +50,7 @@ def canonical_path(path: str) -> str:
     rewritten to ``/v1/…``, any other path unchanged."""
     azure = _AZURE_DEPLOYMENT.match(path)
     if azure is not None:
-        return "/v1" + azure.group(1)
+        return "/v1" + azure.group(2)
     if path.startswith("/openai/v1/"):
         return path.removeprefix("/openai")
     if path.startswith("/openai/"):
@@ -59,6 +60,14 @@ def canonical_path(path: str) -> str:
     if path == "/messages" or path.startswith("/messages/"):
         return "/v1" + path
     return path
+
+
+def deployment(path: str) -> str | None:
+    """The Azure OpenAI deployment a ``/openai/deployments/{name}/…`` path names (URL
+    escapes decoded), else ``None``: the model of a body that names none (Azure reads it
+    from the URL; an embedding is hashed with its model)."""
+    azure = _AZURE_DEPLOYMENT.match(path)
+    return None if azure is None else unquote(azure.group(1))
 
 
 def looks_like(path: str, header_names: Collection[str] = ()) -> str:

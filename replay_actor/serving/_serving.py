@@ -20,7 +20,7 @@ from .._interface import Attributed
 from .._response import Unexpressible
 from ..attribution.provider import outcome_word
 from ._answer import Answer, Headers, _envelope_vendor
-from ._exchange import Api, Call, Exchange, _failure
+from ._exchange import Api, Call, Exchange, MissHint, _failure
 from ._outcomes import Kind, Outcomes
 from .batches import BatchWork
 
@@ -49,11 +49,12 @@ def outcome_of(exc: BaseException) -> Kind:
     return _SUMMARY_KIND[outcome_word(exc)]
 
 
-def failure_answer(exc: BaseException) -> Answer:
+def failure_answer(exc: BaseException, hint: MissHint | None = None) -> Answer:
     """The answer to a failed call that no vendor shape read (a tool's HTTP exchange,
     docs/tools.md): the status and error type a vendor's call gets for the same failure
-    (the package's table), in OpenAI's envelope, ``{"error": {"message", "type"}}``."""
-    return _failure(_envelope_vendor("openai"), exc)
+    (the package's table), in OpenAI's envelope, ``{"error": {"message", "type"}}``; a
+    miss's message ends with ``hint``'s ``add`` command, as a vendor call's does."""
+    return _failure(_envelope_vendor("openai"), exc, hint)
 
 
 class _Serving:
@@ -70,6 +71,11 @@ class _Serving:
         on_failure: FailureHook | None = None,
     ) -> None:
         self._exchange = Exchange(api)
+        #: What a miss's error message says to do (the fixture's ``add`` command): the
+        #: failure hook's own when it has one (the front door's miss reporter), so the
+        #: error and the reporter's lines agree; an SDK client sets it after construction.
+        hint = getattr(on_failure, "hint", None)
+        self.hint: MissHint | None = hint if isinstance(hint, MissHint) else None
         #: Told of each call the provider failed (the front door's miss reporter); it
         #: must not raise.
         self._on_failure = on_failure
@@ -100,7 +106,7 @@ class _Serving:
         self._count(outcome_of(exc))
         if self._on_failure is not None:
             self._on_failure(call.request, exc)
-        return call.fail(exc)
+        return call.fail(exc, self.hint)
 
     def refused(self, kind: Kind, where: str | None = None) -> None:
         """Count (and log) a request answered before any provider call: ``invalid``

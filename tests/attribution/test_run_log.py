@@ -138,7 +138,7 @@ def test_the_in_process_openai_client_logs_vendor_and_path(tmp_path: Path) -> No
     client = openai_client(_manifest(tmp_path))
     try:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "one"}])
-        with pytest.raises(openai.NotFoundError):
+        with pytest.raises(openai.UnprocessableEntityError):
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
     finally:
         client.close()

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from replay_actor import Ceilings, FixtureError, ReplayError, load_fixture, request_hash
-from replay_actor.authoring.add import Added, add_response
-from replay_actor.files.durable import take_lock
+from replay_actor.authoring.add import Added, add_response, remove_entry
+from replay_actor.files.durable import release_lock, take_lock
 from replay_actor.files.sidecar import sidecar_path
 from replay_actor.fixture._format import entry_line
 from tests.support.cli import run, write_json
@@ -309,3 +309,40 @@ def test_add_names_itself_when_the_lock_is_a_symbolic_link(
     )
     assert "recording" not in err
     assert not fixture.exists() and not (tmp_path / "nowhere").exists()
+
+
+# -- a fixture that is a symbolic link ---------------------------------------------
+
+
+def test_add_and_remove_through_a_symbolic_link_change_its_target(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "baseline.jsonl"
+    target.write_bytes(entry_line(B, response={"content": "kept"}) + b"\n")
+    link = tmp_path / "fx.jsonl"
+    link.symlink_to(Path("data") / "baseline.jsonl")  # relative, as a user makes one
+    add_response(link, A, {"content": "added"})
+    assert link.is_symlink() and os.readlink(link) == os.path.join("data", "baseline.jsonl")
+    assert load_fixture(target).responses_for(A) == [{"content": "added"}]
+    assert remove_entry(link, B) == 1
+    assert link.is_symlink()
+    assert load_fixture(target).responses_for(B) is None
+    assert target.read_bytes() == entry_line(A, response={"content": "added"}) + b"\n"
+    # No lock or temporary file is left beside either name.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "fx.jsonl"]
+    assert [p.name for p in (tmp_path / "data").iterdir()] == ["baseline.jsonl"]
+
+
+def test_add_through_a_link_takes_the_targets_lock(tmp_path: Path) -> None:
+    target = tmp_path / "baseline.jsonl"
+    target.write_bytes(b"")
+    link = tmp_path / "fx.jsonl"
+    link.symlink_to(target)
+    # A recorder of the target holds the target's lock: add through the link must see it.
+    lock = f"{target}.lock"
+    fd = take_lock(lock, "to record")
+    try:
+        with pytest.raises(ReplayError, match="another writer holds the fixture's lock"):
+            add_response(link, A, {"content": "x"})
+    finally:
+        release_lock(lock, fd)
+    assert target.read_bytes() == b"" and link.is_symlink()

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import psutil
 import pytest
@@ -70,7 +73,7 @@ def test_demo_shows_identical_answers(demo: tuple[subprocess.CompletedProcess[st
 
 @pytest.mark.timeout(90)
 def test_demo_shows_the_miss_and_its_fix(
-    demo: tuple[subprocess.CompletedProcess[str], str],
+    demo: tuple[subprocess.CompletedProcess[str], str], tmp_path: Path
 ) -> None:
     out = demo[0].stdout
     miss = re.search(
@@ -83,8 +86,21 @@ def test_demo_shows_the_miss_and_its_fix(
     digest = miss.group(1)
     workflow = json.loads(REQUESTS.read_text(encoding="utf-8"))
     assert digest == request_hash(workflow["candidate_only"]["request"])
-    assert f"replay-actor stub {digest} --content " in out
-    assert ">> examples/demo/fixture.jsonl" in out
+    # The fix is add's, as everywhere else: never a shell append to the tracked fixture.
+    fix = re.search(
+        rf"^    (\.venv/bin/replay-actor add examples/demo/fixture\.jsonl {digest} .+)$", out, re.M
+    )
+    assert fix is not None, out
+    assert ">>" not in out
+    # Pasted (on a copy: the bundled fixture stays as it is), it answers the miss.
+    copy = tmp_path / "fixture.jsonl"
+    shutil.copyfile(FIXTURE, copy)
+    argv = shlex.split(fix.group(1))
+    argv[:3] = [sys.executable, "-m", "replay_actor", "add", str(copy)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert digest not in load_fixture(FIXTURE)
+    assert digest in load_fixture(copy)
 
 
 @pytest.mark.timeout(90)

@@ -102,7 +102,7 @@ def test_a_host_not_ignored_is_a_tools_miss_named_with_the_way_out(tmp_path: Pat
     assert done.returncode == 4  # a miss fails the run
     out = json.loads(done.stdout)
     status, error = out[urls[0]]
-    assert status == 404 and error["type"] == "replay_miss"
+    assert status == 422 and error["type"] == "replay_miss"
     assert out[urls[1]][1]["type"] == "replay_miss"
     assert out[urls[2]][1]["type"] == "replay_ignored"
     assert summary(done.stderr).startswith(

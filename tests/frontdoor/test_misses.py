@@ -35,7 +35,7 @@ APP = textwrap.dedent(
                 model="gpt-4.1-mini", messages=[{"role": "user", "content": question}]
             )
             print("answer:", answer.choices[0].message.content)
-        except openai.NotFoundError:
+        except openai.UnprocessableEntityError:
             print("no answer")
     """
 )
@@ -176,7 +176,7 @@ def test_serve_prints_each_distinct_miss_as_it_happens(tmp_path: Path) -> None:
             base_url=info["openai_base_url"], api_key=info["token"], max_retries=0
         )
         for _ in range(2):
-            with pytest.raises(openai.NotFoundError):
+            with pytest.raises(openai.UnprocessableEntityError):
                 client.chat.completions.create(
                     model="m", messages=[{"role": "user", "content": "Name a city in Portugal."}]
                 )

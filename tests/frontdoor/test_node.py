@@ -111,9 +111,12 @@ def test_node_openai_and_anthropic_chat_messages_streams_tools_and_misses(
     assert out["chat_tool"] == out["messages_tool"] == ["get_weather", {"city": "Paris"}]
     assert out["chat_final"] == out["messages_final"] == "It is sunny in Paris."
     digest = neutral_hash(UNKNOWN, params={"max_tokens": 50})
-    miss = f"no replay fixture matches this request (request_hash: {digest})"
-    assert out["chat_miss"] == {"status": 404, "message": miss}
-    assert out["messages_miss"] == {"status": 404, "message": miss}
+    miss = (
+        f"no replay fixture matches this request (request_hash: {digest}); to answer it: "
+        f'replay-actor add {tmp_path / "fixture.jsonl"} {digest} --content "THE ANSWER"'
+    )
+    assert out["chat_miss"] == {"status": 422, "message": miss}
+    assert out["messages_miss"] == {"status": 422, "message": miss}
     # Each SDK asked once (both retry twice by default, unless told not to).
     assert [e["event"] for e in misses(tmp_path)] == ["miss", "miss"]
 

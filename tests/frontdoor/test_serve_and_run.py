@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import openai
@@ -161,13 +162,14 @@ def test_misses_and_unknown_paths_are_vendor_errors_never_retried(tmp_path: Path
     manifest = replay_manifest(tmp_path, fixture)
     with serving(manifest) as (_proc, info):
         client = openai.OpenAI(base_url=info["openai_base_url"], api_key=info["token"])
-        with pytest.raises(openai.NotFoundError) as caught:
+        with pytest.raises(openai.UnprocessableEntityError) as caught:
             client.chat.completions.create(
                 model="gpt-test", messages=[{"role": "user", "content": "other"}]
             )
         digest = neutral_hash([{"role": "user", "content": "other"}])
         assert caught.value.message == (
-            f"Error code: 404 - no replay fixture matches this request (request_hash: {digest})"
+            f"Error code: 422 - no replay fixture matches this request (request_hash: {digest}); "
+            f'to answer it: replay-actor add {fixture} {digest} --content "THE ANSWER"'
         )
         client.close()
         with httpx2.Client(timeout=30, headers={"x-api-key": info["token"]}) as http:
@@ -198,13 +200,12 @@ def test_private_mode_puts_no_hash_in_any_answer(tmp_path: Path) -> None:
                 headers=headers,
             ),
         ]
-        assert [a.status_code for a in answers] == [200, 404, 404, 404]
+        assert [a.status_code for a in answers] == [200, 422, 422, 422]
         for answer in answers:
             raw = answer.content + json.dumps(dict(answer.headers)).encode()
             assert b"sha256" not in raw
-        assert answers[1].json()["error"]["message"] == (
-            "replay sequence exhausted for this request"
-        )
+        exhausted = answers[1].json()["error"]["message"]
+        assert exhausted.startswith("replay sequence exhausted for this request; to answer it: ")
     # The owner-only record has them.
     assert [e["event"] for e in misses(tmp_path)] == ["exhausted", "miss", "miss"]
 
@@ -241,7 +242,7 @@ def test_the_scope_header_sets_the_requests_scope(scoped: Path) -> None:
         other = http.post(
             chat_url(info), json=BODY, headers={**auth, "x-replay-scope": '{"epoch": 3}'}
         )
-        assert other.status_code == 404
+        assert other.status_code == 422  # a miss
         for bad in ("[1]", "{not json", '"epoch"', "null"):
             answer = http.post(chat_url(info), json=BODY, headers={**auth, "x-replay-scope": bad})
             assert answer.status_code == 400
@@ -363,7 +364,7 @@ def test_a_thousand_concurrent_requests_each_get_one_element(tmp_path: Path) -> 
         assert got == sorted(f"r{i}" for i in range(1000))
         with httpx2.Client(timeout=30) as http:
             extra = http.post(chat_url(info), json=BODY, headers={"x-api-key": info["token"]})
-            assert extra.status_code == 404
+            assert extra.status_code == 422
             assert extra.json()["error"]["type"] == "replay_exhausted"
 
 
@@ -529,3 +530,44 @@ def test_the_listening_socket_says_tcp_so_answers_are_not_held_by_nagle() -> Non
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+def test_a_bug_in_serving_is_a_500_never_retried_and_counted(tmp_path: Path) -> None:
+    # A serving that raises (a bug) must still fail the run: the 500 the app answers
+    # with is counted as failed, so a child that swallows it cannot exit 0 under run.
+    from replay_actor import open_provider
+    from replay_actor.frontdoor.app import FrontDoorApp
+    from replay_actor.serving import AsyncServing, Outcomes
+
+    class Broken(AsyncServing):
+        async def serve(self, *args: object, **kwargs: object) -> Any:
+            raise RuntimeError("a planted bug")
+
+    outcomes = Outcomes()
+    fixture = write_fixture(tmp_path / "f.jsonl", {})
+    serving = Broken(open_provider({"provider": {"kind": "replay", "fixture": str(fixture)}}))
+    serving.outcomes = outcomes
+    app = FrontDoorApp(serving, "token")
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(dict(message))
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "headers": [(b"authorization", b"Bearer token")],
+    }
+    try:
+        asyncio.run(app(scope, receive, send))
+    finally:
+        serving.provider.release()
+    start, body = sent
+    assert start["status"] == 500
+    assert (b"x-should-retry", b"false") in start["headers"]
+    assert json.loads(body["body"])["error"]["message"] == "internal error (RuntimeError)"
+    assert outcomes["failed"] == 1 and outcomes.failed_closed == 1

@@ -131,8 +131,11 @@ def test_a_changed_request_is_a_miss_with_the_add_hint(
     assert missed.returncode == 4, missed.stderr  # the child exited 0: the miss is counted
     status, _, body = missed.stdout.strip().partition(" ")
     error = json.loads(body)["error"]
-    assert status == "404" and error["type"] == "replay_miss"
-    digest = error["message"].rpartition("request_hash: ")[2].rstrip(")")
+    assert status == "422" and error["type"] == "replay_miss"
+    headline, _, hint = error["message"].partition("; to answer it: ")
+    digest = headline.rpartition("request_hash: ")[2].rstrip(")")
+    # The add command is in the error itself, naming the fixture the run replays.
+    assert hint == f'replay-actor add {fixture} {digest} --content "THE ANSWER"'
     assert digest == request_hash(
         {
             "kind": "http",
@@ -337,10 +340,10 @@ def test_the_headers_the_manifest_names_are_hashed(
     replay = replay_manifest(tmp_path, tmp_path / "recorded.jsonl", inspection=False)
     replay.write_text(replay.read_text() + 'http_headers = ["accept-language"]\n')
     assert run_cli(replay, [PY, "-c", code, search_api.url, "fr"], env=env).stdout.strip() == "200"
-    assert run_cli(replay, [PY, "-c", code, search_api.url, "de"], env=env).stdout.strip() == "404"
+    assert run_cli(replay, [PY, "-c", code, search_api.url, "de"], env=env).stdout.strip() == "422"
     replay.write_text(replay.read_text().replace('http_headers = ["accept-language"]\n', ""))
     # By default only content-type is hashed: the recorded request had another header set.
-    assert run_cli(replay, [PY, "-c", code, search_api.url, "fr"], env=env).stdout.strip() == "404"
+    assert run_cli(replay, [PY, "-c", code, search_api.url, "fr"], env=env).stdout.strip() == "422"
 
 
 def test_an_answer_over_the_fixtures_ceiling_is_refused_never_cut(

@@ -183,7 +183,8 @@ def test_sdk_clients_share_the_test_provider(project: pytest.Pytester, no_leaks:
     )
     result = run(project)
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([f"*NotFoundError*{MISS} (request_hash: sha256:*"])
+    miss = f"*UnprocessableEntityError*{MISS} (request_hash: sha256:*); to answer it: *"
+    result.stdout.fnmatch_lines([miss])
 
 
 @pytest.mark.timeout(120)

@@ -409,22 +409,26 @@ def counted_anthropic(provider: Counting) -> anthropic.Anthropic:
     return anthropic.Anthropic(api_key="x", http_client=httpx2.Client(transport=transport))
 
 
-def test_miss_is_the_sdks_not_found_error_asked_once(counted: Counting) -> None:
+def test_miss_is_the_sdks_unprocessable_entity_error_asked_once(counted: Counting) -> None:
     request: list[Any] = [{"role": "user", "content": "never recorded"}]
     expected = openai_hash(messages=request)
-    with pytest.raises(openai.NotFoundError) as caught:
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
         counted_openai(counted).chat.completions.create(model=MODEL, messages=request)
     assert counted.calls == 1
     err = caught.value
-    assert err.status_code == 404
+    assert err.status_code == 422
     assert err.response.headers["x-should-retry"] == "false"
+    # A transport over a bare provider does not know the fixture's path: FIXTURE.
     assert err.body == {
-        "message": f"no replay fixture matches this request (request_hash: {expected})",
+        "message": f"no replay fixture matches this request (request_hash: {expected}); "
+        f'to answer it: replay-actor add FIXTURE {expected} --content "THE ANSWER"',
         "type": "replay_miss",
         "param": None,
         "code": "replay_miss",
     }
-    with pytest.raises(anthropic.NotFoundError) as miss:
+    # The SDK's message, what LangChain, CrewAI and Inspect show, holds both.
+    assert str(err) == f"Error code: 422 - {err.body['message']}"
+    with pytest.raises(anthropic.UnprocessableEntityError) as miss:
         counted_anthropic(counted).messages.create(model=CLAUDE, max_tokens=5, messages=request)
     assert counted.calls == 2
     message = miss.value.body["error"]["message"]  # type: ignore[index]
@@ -433,8 +437,9 @@ def test_miss_is_the_sdks_not_found_error_asked_once(counted: Counting) -> None:
 
 
 def test_an_explained_miss_keeps_the_exact_message_and_adds_nearest(tmp_path: Path) -> None:
-    """With a request sidecar, the 404's message is still exactly the miss message; the
-    nearest recorded request's hash and differing paths come in ``error.nearest``."""
+    """With a request sidecar, the 422's message is still the miss message and its add
+    command; the nearest recorded request's hash and differing paths come in
+    ``error.nearest``."""
     recorded: list[Any] = [{"role": "user", "content": "hello"}]
     asked: list[Any] = [{"role": "user", "content": "hello there"}]
     recorded_hash = openai_hash(messages=recorded)
@@ -442,11 +447,15 @@ def test_an_explained_miss_keeps_the_exact_message_and_adds_nearest(tmp_path: Pa
     body = vendor_openai.read_body({"model": MODEL, "messages": recorded}).request
     SidecarWriter(fixture).append(recorded_hash, canonical_request(body))
     manifest = {"provider": {"kind": "replay", "fixture": str(fixture)}}
-    with openai_client(manifest) as client, pytest.raises(openai.NotFoundError) as caught:
+    with (
+        openai_client(manifest) as client,
+        pytest.raises(openai.UnprocessableEntityError) as caught,
+    ):
         client.chat.completions.create(model=MODEL, messages=asked)
     expected = openai_hash(messages=asked)
     assert caught.value.body == {
-        "message": f"no replay fixture matches this request (request_hash: {expected})",
+        "message": f"no replay fixture matches this request (request_hash: {expected}); "
+        f'to answer it: replay-actor add {fixture} {expected} --content "THE ANSWER"',
         "type": "replay_miss",
         "param": None,
         "code": "replay_miss",
@@ -454,17 +463,18 @@ def test_an_explained_miss_keeps_the_exact_message_and_adds_nearest(tmp_path: Pa
     }
 
 
-def test_exhausted_sequence_is_a_404_asked_once(counted: Counting) -> None:
+def test_exhausted_sequence_is_a_422_asked_once(counted: Counting) -> None:
     client = counted_openai(counted)
     hello: list[Any] = [{"role": "user", "content": "hello"}]
     for _ in range(2):
         client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
-    with pytest.raises(openai.NotFoundError) as caught:
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
         client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
     assert counted.calls == 3
     expected = openai_hash(messages=hello, max_tokens=50)
     assert caught.value.body["message"] == (  # type: ignore[index]
-        f"replay sequence exhausted for this request (request_hash: {expected})"
+        f"replay sequence exhausted for this request (request_hash: {expected}); "
+        f'to answer it: replay-actor add FIXTURE {expected} --next --content "THE ANSWER"'
     )
     assert caught.value.body["type"] == "replay_exhausted"  # type: ignore[index]
 
@@ -530,7 +540,7 @@ def test_async_transport_asks_acomplete_once(counted: Counting) -> None:
         async with anthropic.AsyncAnthropic(
             api_key="x", http_client=httpx2.AsyncClient(transport=transport)
         ) as client:
-            with pytest.raises(anthropic.NotFoundError):
+            with pytest.raises(anthropic.UnprocessableEntityError):
                 await client.messages.create(
                     model=CLAUDE, max_tokens=5, messages=[{"role": "user", "content": "?"}]
                 )
@@ -545,11 +555,17 @@ def test_async_transport_asks_acomplete_once(counted: Counting) -> None:
 
 def test_private_miss_carries_no_hash_anywhere(private: dict[str, Any]) -> None:
     request: list[Any] = [{"role": "user", "content": "a secret prompt about NIGHTJAR"}]
-    with openai_client(private) as client, pytest.raises(openai.NotFoundError) as caught:
+    with (
+        openai_client(private) as client,
+        pytest.raises(openai.UnprocessableEntityError) as caught,
+    ):
         client.chat.completions.create(model=MODEL, messages=request)
     err = caught.value
+    fixture = private["provider"]["fixture"]
     assert err.body == {
-        "message": "no replay fixture matches this request",
+        "message": "no replay fixture matches this request; to answer it: replay-actor add "
+        f'{fixture} HASH --content "THE ANSWER", HASH withheld (private data) but written '
+        'to an inspection record (inspection = "misses.jsonl" in the manifest)',
         "type": "replay_miss",
         "param": None,
         "code": "replay_miss",
@@ -567,9 +583,12 @@ def test_private_miss_carries_no_hash_anywhere(private: dict[str, Any]) -> None:
     hex_part = openai_hash(messages=request).removeprefix("sha256:")
     for text in seen:
         assert hex_part not in text
-    with anthropic_client(private) as claude, pytest.raises(anthropic.NotFoundError) as other:
+    with (
+        anthropic_client(private) as claude,
+        pytest.raises(anthropic.UnprocessableEntityError) as other,
+    ):
         claude.messages.create(model=CLAUDE, max_tokens=9, messages=request)
-    assert other.value.body["error"]["message"] == "no replay fixture matches this request"  # type: ignore[index]
+    assert other.value.body["error"]["message"] == err.body["message"]  # type: ignore[index]
     assert "sha256" not in other.value.response.text
 
 
@@ -578,9 +597,11 @@ def test_private_exhaustion_message(private: dict[str, Any]) -> None:
     with openai_client(private) as client:
         for _ in range(2):
             client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
-        with pytest.raises(openai.NotFoundError) as caught:
+        with pytest.raises(openai.UnprocessableEntityError) as caught:
             client.chat.completions.create(model=MODEL, messages=hello, max_tokens=50)
-    assert caught.value.body["message"] == "replay sequence exhausted for this request"  # type: ignore[index]
+    message = caught.value.body["message"]  # type: ignore[index]
+    assert message.startswith("replay sequence exhausted for this request; to answer it: ")
+    assert ' HASH --next --content "THE ANSWER", HASH withheld (private data)' in message
     assert "sha256" not in caught.value.response.text
 
 
@@ -669,7 +690,7 @@ def test_httpx_transports_serve_frameworks_on_httpx(conversation: dict[str, Any]
             assert answer.headers["content-type"].startswith("text/event-stream")
             assert "event: message_stop" in answer.text
             gone = await client.post("/v1/messages", json={**body, "max_tokens": 1})
-            assert gone.status_code == 404 and gone.json()["error"]["type"] == "replay_miss"
+            assert gone.status_code == 422 and gone.json()["error"]["type"] == "replay_miss"
             assert gone.headers["x-should-retry"] == "false"
         assert other.closed
 
@@ -690,7 +711,7 @@ with openai_client(manifest) as client:
         pass
     try:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "?"}])
-    except openai.NotFoundError:
+    except openai.UnprocessableEntityError:
         print("miss")
 with anthropic_client(manifest) as claude:
     try:
@@ -726,7 +747,7 @@ def test_the_sdk_replay_path_creates_only_unix_sockets(
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[1:] == ["miss", "NotFoundError"]
+    assert done.stdout.split()[1:] == ["miss", "UnprocessableEntityError"]
     families = {int(line.split()[2]) for line in log.read_text().splitlines()}
     assert families == {int(socket.AF_UNIX)}
 

@@ -399,7 +399,7 @@ def test_serve_reads_the_manifest_once(tmp_path: Path, no_leaks: None) -> None:
             json={"model": "m", "messages": [{"role": "user", "content": "not recorded"}]},
             timeout=30,
         )
-        assert answer.status_code == 404
+        assert answer.status_code == 422  # a miss (docs/sdk.md, "Failures")
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -157,6 +157,24 @@ def test_async_app_records_and_replays(chat: ChatServer, tmp_path: Path) -> None
     assert chat.count("echo") == 4
 
 
+def test_recording_through_a_symbolic_link_records_into_its_target(
+    chat: ChatServer, tmp_path: Path
+) -> None:
+    # The recorder locks, journals and compacts the target, as add does: a link stays a
+    # link, and both writers take the one lock of the one file.
+    target = tmp_path / "baseline.jsonl"
+    target.write_bytes(b"")
+    link = tmp_path / "fx.jsonl"
+    link.symlink_to(target.name)
+    with open_provider(record_manifest(chat, link)) as rec:
+        recorded = [rec.complete(request) for request in WORKFLOW]
+    assert link.is_symlink() and os.readlink(link) == target.name
+    assert load_fixture(target).responses == len(WORKFLOW)
+    assert not list(tmp_path.glob("*.journal")) and not list(tmp_path.glob("*.lock"))
+    with open_provider({"provider": {"kind": "replay", "fixture": str(link)}}) as rep:
+        assert [rep.complete(request) for request in WORKFLOW] == recorded
+
+
 # -- recording semantics ------------------------------------------------------------------
 
 

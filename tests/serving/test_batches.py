@@ -85,9 +85,9 @@ def test_openai_files_and_batches_in_process(tmp_path: Path) -> None:
             texts = [r["response"]["body"]["choices"][0]["message"]["content"] for r in done]
             assert texts == ["hello", "goodbye"]
             (failed,) = _rows(err)
-            assert failed["custom_id"] == "b" and failed["response"]["status_code"] == 404
+            assert failed["custom_id"] == "b" and failed["response"]["status_code"] == 422
             assert failed["response"]["body"]["error"]["type"] == "replay_miss"
-            assert failed["error"]["code"] == 404
+            assert failed["error"]["code"] == 422
             assert failed["error"]["message"].startswith("no replay fixture matches")
             # retrieve, cancel (a completed batch stays so), list, the upload itself.
             assert client.batches.retrieve(batch.id).output_file_id == batch.output_file_id
@@ -356,7 +356,8 @@ def test_private_mode_batches_carry_no_hash_and_no_rejected_bytes(tmp_path: Path
         assert missed.removeprefix("sha256:")[:16] not in err
         assert SECRET not in err and SECRET not in out
         (failed,) = _rows(err)
-        assert failed["error"]["message"] == "no replay fixture matches this request"
+        assert failed["error"]["message"].startswith("no replay fixture matches this request; ")
+        assert "HASH withheld (private data)" in failed["error"]["message"]
         # A line that is not JSON, holding the secret: the failed batch never repeats it.
         uploaded = client.files.create(
             file=("in.jsonl", b'{"custom_id": "' + SECRET.encode() + b'" not json\n'),
@@ -424,3 +425,84 @@ def test_each_line_is_one_call_in_the_run_log(tmp_path: Path) -> None:
         ("served", "anthropic", "/v1/messages"),
         ("miss", "anthropic", "/v1/messages"),
     ]
+
+
+#: A child that runs three batches through the front door and prints what each line got:
+#: Ollama's /api/chat (streams unless told not to), Gemini's :streamGenerateContent.
+STREAMING_BATCHES = textwrap.dedent(
+    """
+    import json, openai
+    client = openai.OpenAI()
+    def run(endpoint, bodies):
+        lines = [{"custom_id": name, "method": "POST", "url": endpoint, "body": body}
+                 for name, body in bodies]
+        text = "".join(json.dumps(line) + "\\n" for line in lines).encode()
+        upload = client.files.create(file=("in.jsonl", text), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=upload.id, endpoint=endpoint, completion_window="24h")
+        rows = []
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                rows += [json.loads(r) for r in client.files.content(file_id).text.splitlines()]
+        return sorted(rows, key=lambda row: row["custom_id"])
+    hi = [{"role": "user", "content": "hi"}]
+    nope = [{"role": "user", "content": "not in the fixture"}]
+    print(json.dumps(run("/api/chat", [
+        ("a", {"model": "llama3", "messages": hi}),
+        ("b", {"model": "llama3", "messages": hi, "stream": False}),
+        ("c", {"model": "llama3", "messages": nope, "stream": False}),
+    ])))
+    print(json.dumps(run("/v1beta/models/gemini-x:streamGenerateContent", [
+        ("g", {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}),
+    ])))
+    """
+)
+
+
+def test_lines_of_endpoints_that_stream_by_default_are_refused_never_a_500(
+    tmp_path: Path,
+) -> None:
+    # One answer for "hi": only the line that does not stream may take it.
+    fixture = tmp_path / "fixture.jsonl"
+    fixture.write_bytes(
+        entry_line(request_hash({"messages": HI}), responses=[{"content": "only once"}]) + b"\n"
+    )
+    done = run_cli(replay_manifest(tmp_path, fixture), [sys.executable, "-c", STREAMING_BATCHES])
+    # The child exits 0; the miss and the refused lines fail the run all the same.
+    assert done.returncode == 4, done.stderr
+    assert summary(done.stderr).startswith(
+        "replay-actor: 1 served, 1 missed, 0 exhausted, 0 blocked, 2 invalid;"
+    ), done.stderr
+    ollama, gemini = (json.loads(line) for line in done.stdout.splitlines())
+    a, b, c = ollama
+    assert (a["response"]["status_code"], a["error"]["code"]) == (400, 400)
+    assert 'send "stream": false' in a["error"]["message"]
+    assert b["response"]["status_code"] == 200 and b["error"] is None
+    assert b["response"]["body"]["message"]["content"] == "only once"
+    # Ollama's error envelope is {"error": "<text>"}: its message is carried all the same.
+    assert c["error"]["code"] == c["response"]["status_code"] != 500
+    assert c["error"]["message"].startswith("no replay fixture matches this request")
+    assert c["response"]["body"]["error"].startswith("no replay fixture matches this request")
+    (g,) = gemini
+    assert g["error"]["code"] == 400 and "not :streamGenerateContent" in g["error"]["message"]
+
+
+def test_a_failed_batch_lists_a_bounded_number_of_errors(tmp_path: Path) -> None:
+    from replay_actor.serving.batches.openai import MAX_LINE_ERRORS
+
+    # A line per two bytes: every one an error. The batch lists the first ones, then says
+    # it stopped; it is not one error object kept per line.
+    upload = b"x\n" * 200_000
+    with openai_client(_fixture(tmp_path)) as client:
+        uploaded = client.files.create(file=("in.jsonl", upload), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        assert batch.status == "failed" and batch.errors is not None
+        errors = batch.errors.data or []
+        assert len(errors) == MAX_LINE_ERRORS + 1
+        assert {e.code for e in errors[:-1]} == {"invalid_json_line"}
+        assert [e.line for e in errors[:-1]] == list(range(1, MAX_LINE_ERRORS + 1))
+        assert (errors[-1].code, errors[-1].line) == ("too_many_errors", MAX_LINE_ERRORS + 1)
+        kept = client.batches.retrieve(batch.id)
+        assert len(kept.model_dump_json()) < 32 * 1024

@@ -161,13 +161,13 @@ def test_deep_tool_arguments_are_kept_as_text_not_a_recursion_error(
     ]
     with (
         openai_client(manifest, max_retries=0) as client,
-        pytest.raises(openai.NotFoundError, match="no replay fixture matches"),
+        pytest.raises(openai.UnprocessableEntityError, match="no replay fixture matches"),
     ):
         client.chat.completions.create(model="m", messages=messages)
 
     async def run() -> None:
         async with async_openai_client(manifest, max_retries=0) as aclient:
-            with pytest.raises(openai.NotFoundError, match="no replay fixture matches"):
+            with pytest.raises(openai.UnprocessableEntityError, match="no replay fixture matches"):
                 await aclient.chat.completions.create(model="m", messages=messages)
 
     asyncio.run(run())

@@ -259,3 +259,48 @@ def test_azure_deployment_routes_in_process_chat_and_embeddings(tmp_path: Path) 
         vectors = azure.embeddings.create(model="my-embedder", input=texts, encoding_format="float")
     assert made.choices[0].message.content == "hello"
     assert [e.embedding for e in vectors.data] == [[0.5]]
+
+
+def test_an_azure_embeddings_body_without_model_uses_the_deployment(tmp_path: Path) -> None:
+    # Azure reads the model from the URL: a body without one (LangChain's Azure
+    # embedder, curl from Azure's docs) is hashed with the deployment's name, as an
+    # SDK call naming it in the body is; the chat route gets the same, unhashed.
+    from replay_actor import request_hash
+
+    embedding = {"kind": "embedding", "model": "my embedder", "texts": ["a cat"]}
+    fixture = write_fixture(
+        tmp_path / "azure.jsonl",
+        {neutral_hash(HI): {"content": "hello"}, request_hash(embedding): {"embeddings": [[0.5]]}},
+    )
+    with serving(replay_manifest(tmp_path, fixture)) as (_, info):
+        headers = {"api-key": info["token"]}
+        base = info["url"] + "/openai/deployments/my%20embedder"
+        query = {"api-version": "2024-10-21"}
+        with httpx2.Client(timeout=30) as http:
+            got = http.post(
+                base + "/embeddings",
+                params=query,
+                headers=headers,
+                json={"input": "a cat", "encoding_format": "float"},
+            )
+            assert got.status_code == 200, got.text
+            assert got.json()["data"][0]["embedding"] == [0.5]
+            chat = http.post(
+                base + "/chat/completions", params=query, headers=headers, json={"messages": HI}
+            )
+            assert chat.status_code == 200, chat.text
+            # The body's own model wins over the deployment's.
+            other = http.post(
+                base + "/embeddings",
+                params=query,
+                headers=headers,
+                json={"input": "a cat", "model": "another", "encoding_format": "float"},
+            )
+            assert other.status_code != 200
+            # Not below a deployment: a body without a model stays a 400 naming it.
+            bare = http.post(
+                info["openai_base_url"] + "/embeddings",
+                headers={"authorization": f"Bearer {info['token']}"},
+                json={"input": "a cat"},
+            )
+            assert bare.status_code == 400 and "model" in bare.json()["error"]["message"]

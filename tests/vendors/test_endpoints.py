@@ -141,7 +141,7 @@ def test_anthropic_count_tokens_records_and_replays(
         remote.close()
     assert got == recorded
     # Counting a conversation is not answering it: the chat call misses.
-    with anthropic_client(replay) as client, pytest.raises(anthropic.NotFoundError):
+    with anthropic_client(replay) as client, pytest.raises(anthropic.UnprocessableEntityError):
         client.messages.create(model="claude-x", max_tokens=5, system="Be brief", messages=messages)
 
 
@@ -198,7 +198,7 @@ def test_an_embedding_model_is_part_of_its_hash(tmp_path: Path) -> None:
     with openai_client(replay_manifest(tmp_path, fixture)) as client:
         got = client.embeddings.create(model=EMBED_MODEL, input=TEXTS, encoding_format="float")
         assert [e.embedding for e in got.data] == [[0.5], [0.25]]
-        with pytest.raises(openai.NotFoundError, match="no replay fixture matches"):
+        with pytest.raises(openai.UnprocessableEntityError, match="no replay fixture matches"):
             client.embeddings.create(model="text-embedding-3-large", input=TEXTS)
         # An entry for another shape of answer (a chat answer) is a closed failure.
         with pytest.raises(openai.InternalServerError, match="no embeddings"):
@@ -343,13 +343,16 @@ def test_private_misses_carry_no_hash_and_no_text(tmp_path: Path) -> None:
     replay = replay_manifest(tmp_path, fixture, private=True)
     bodies = []
     with openai_client(replay) as client:
-        with pytest.raises(openai.NotFoundError) as caught:
+        with pytest.raises(openai.UnprocessableEntityError) as caught:
             client.embeddings.create(model=EMBED_MODEL, input=[SECRET])
         bodies.append(json.dumps(caught.value.body))
-        with pytest.raises(openai.NotFoundError) as caught:
+        with pytest.raises(openai.UnprocessableEntityError) as caught:
             client.completions.create(model="m", prompt=SECRET)
         bodies.append(json.dumps(caught.value.body))
-    with anthropic_client(replay) as claude, pytest.raises(anthropic.NotFoundError) as miss:
+    with (
+        anthropic_client(replay) as claude,
+        pytest.raises(anthropic.UnprocessableEntityError) as miss,
+    ):
         claude.messages.count_tokens(model="c", messages=[{"role": "user", "content": SECRET}])
     bodies.append(json.dumps(miss.value.body))
     local: Any = ollama_client(replay)

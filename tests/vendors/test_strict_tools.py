@@ -68,7 +68,7 @@ def test_a_strict_tool_replays_through_both_sdks_from_one_entry(tmp_path: Path) 
             model="gpt-x", messages=MESSAGES, tools=[openai_tool(strict=True)], max_tokens=50
         )
         assert answer.choices[0].message.content == "sunny"
-        with pytest.raises(openai.NotFoundError):  # not strict: another request
+        with pytest.raises(openai.UnprocessableEntityError):  # not strict: another request
             client.chat.completions.create(
                 model="gpt-x", messages=MESSAGES, tools=[openai_tool()], max_tokens=50
             )
@@ -80,7 +80,7 @@ def test_a_strict_tool_replays_through_both_sdks_from_one_entry(tmp_path: Path) 
             tools=[anthropic_tool(strict=True)],  # type: ignore[list-item]
         )
         assert message.content[0].text == "sunny"  # type: ignore[union-attr]
-        with pytest.raises(anthropic.NotFoundError):
+        with pytest.raises(anthropic.UnprocessableEntityError):
             claude_client.messages.create(
                 model="claude-x",
                 max_tokens=50,

@@ -32,6 +32,10 @@ __all__ = ["OpenAIBatches"]
 _FILES: Final = re.compile(r"^/v1/files(?:/([^/]+)(/content)?)?/?$")
 _BATCHES: Final = re.compile(r"^/v1/batches(?:/([^/]+)(/cancel)?)?/?$")
 _DAY: Final = 24 * 3600
+#: The most validation errors a failed batch lists: past them, one ``too_many_errors``
+#: entry ends the list and the file is read no further, so a hostile upload (a line per
+#: byte) makes a small answer, not one error object per line kept with the batch.
+MAX_LINE_ERRORS: Final = 100
 #: OpenAI's bounds and defaults of ``limit``: files list all by default, batches 20.
 _FILES_LIMIT: Final = (10_000, 10_000)
 _BATCHES_LIMIT: Final = (20, 100)
@@ -55,48 +59,69 @@ def _line_error(code: str, message: str, line: int | None = None) -> dict[str, A
     return {"code": code, "message": message, "param": None, "line": line}
 
 
+def _problem(raw: bytes, endpoint: str, seen: set[str]) -> tuple[str, str] | dict[str, Any]:
+    """One line read: ``{"custom_id", "body"}``, or its error's (code, message), the
+    first that applies."""
+    try:
+        line = loads_strict(raw.decode("utf-8"), max_depth=MAX_BODY_DEPTH)
+    except (UnicodeDecodeError, NotStrictJSON):
+        return "invalid_json_line", "the line is not JSON"
+    if type(line) is not dict:
+        return "invalid_json_line", "the line is not an object"
+    custom_id = line.get("custom_id")
+    named = type(custom_id) is str and custom_id != ""
+    for failed, code, message in (
+        (not named, "missing_custom_id", "custom_id must be a string"),
+        (named and custom_id in seen, "duplicate_custom_id", "custom_id repeats"),
+        (line.get("method", "POST") != "POST", "invalid_method", "method must be POST"),
+        (
+            line.get("url") != endpoint,
+            "mismatched_url",
+            f"url must be the batch's endpoint {endpoint}",
+        ),
+        (type(line.get("body")) is not dict, "invalid_body", "body must be an object"),
+    ):
+        if failed:
+            return code, message
+    return {"custom_id": custom_id, "body": line["body"]}
+
+
 def _read_lines(content: bytes, endpoint: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The lines' ``{"custom_id", "body"}``, and the validation errors (OpenAI's
-    ``errors.data`` items, each naming its line)."""
+    ``errors.data`` items, each naming its line; at most :data:`MAX_LINE_ERRORS`, then
+    one ``too_many_errors``)."""
     lines: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
     seen: set[str] = set()
     for number, raw in enumerate(content.splitlines(), start=1):
+        if len(errors) >= MAX_LINE_ERRORS:
+            stopped = f"validation stopped after {MAX_LINE_ERRORS} errors, before this line"
+            errors.append(_line_error("too_many_errors", stopped, number))
+            break
         if not raw.strip():
             continue
-        try:
-            line = loads_strict(raw.decode("utf-8"), max_depth=MAX_BODY_DEPTH)
-        except (UnicodeDecodeError, NotStrictJSON):
-            errors.append(_line_error("invalid_json_line", "the line is not JSON", number))
-            continue
-        if type(line) is not dict:
-            errors.append(_line_error("invalid_json_line", "the line is not an object", number))
-            continue
-        problem = _line_problem(line, endpoint, seen)
-        if problem is not None:
-            errors.append(_line_error(*problem, number))
+        read = _problem(raw, endpoint, seen)
+        if isinstance(read, tuple):
+            errors.append(_line_error(*read, number))
         else:
-            seen.add(line["custom_id"])
-            lines.append({"custom_id": line["custom_id"], "body": line["body"]})
+            seen.add(read["custom_id"])
+            lines.append(read)
     if not lines and not errors:
         errors.append(_line_error("empty_file", "the input file has no requests"))
     return lines, errors
 
 
-def _line_problem(line: dict[str, Any], endpoint: str, seen: set[str]) -> tuple[str, str] | None:
-    """The first thing wrong with a line's fields (OpenAI's code and message), or None."""
-    custom_id = line.get("custom_id")
-    if type(custom_id) is not str or not custom_id:
-        return "missing_custom_id", "custom_id must be a string"
-    if custom_id in seen:
-        return "duplicate_custom_id", "custom_id repeats"
-    if line.get("method", "POST") != "POST":
-        return "invalid_method", "method must be POST"
-    if line.get("url") != endpoint:
-        return "mismatched_url", f"url must be the batch's endpoint {endpoint}"
-    if type(line.get("body")) is not dict:
-        return "invalid_body", "body must be an object"
-    return None
+def _error_message(body: Any) -> str:
+    """The message of a vendor's error envelope, whichever vendor's: ``error.message``
+    (OpenAI, Anthropic, Gemini), ``error`` as text (Ollama), ``message`` (Cohere)."""
+    if type(body) is not dict:
+        return ""
+    error = body.get("error")
+    if type(error) is dict:
+        error = error.get("message")
+    if type(error) is not str:
+        error = body.get("message")
+    return error if type(error) is str else ""
 
 
 class OpenAIBatches:
@@ -260,18 +285,30 @@ class OpenAIBatches:
             self._store.put_batch(batch)
             failed = json_answer(batch)
             return BatchWork([], lambda _answers: failed, refused=len(errors))
-        calls: list[Any] = []
-        for line in lines:
-            if line["body"].get("stream"):
-                calls.append(self._error(400, "invalid_request", "a batch line cannot stream"))
-            else:
-                body_bytes = msgspec.json.encode(line["body"])
-                calls.append(self._exchange.prepare("POST", endpoint, body_bytes))
+        calls = [self._line_call(endpoint, line["body"]) for line in lines]
 
         def finish(answers: list[Answer]) -> Answer:
             return self._finish(batch, lines, answers)
 
         return BatchWork(calls, finish, path=endpoint)
+
+    def _line_call(self, endpoint: str, body: dict[str, Any]) -> Any:
+        """The call to put to the provider for one line (a ``serving.Call``), or the
+        answer refusing it: a line whose answer would stream (``"stream": true``, or an
+        endpoint that streams unless told not to: Ollama's ``/api/chat`` and
+        ``/api/generate``, Gemini's ``:streamGenerateContent``) is that line's 400,
+        before the provider is asked, since an output file holds one JSON body a line."""
+        if not body.get("stream"):
+            prepared = self._exchange.prepare("POST", endpoint, msgspec.json.encode(body))
+            if isinstance(prepared, Answer) or not prepared.call.stream:
+                return prepared
+        return self._error(
+            400,
+            "invalid_request",
+            "a batch line cannot stream, and this one's answer would: send "
+            '"stream": false in its body (Ollama\'s /api/chat and /api/generate stream '
+            "unless told not to), or use :generateContent, not :streamGenerateContent",
+        )
 
     def _finish(
         self, batch: dict[str, Any], lines: list[dict[str, Any]], answers: list[Answer]
@@ -292,8 +329,7 @@ class OpenAIBatches:
             if answer.status == 200:
                 done.append(out)
             else:
-                message = body.get("error", {}).get("message", "") if type(body) is dict else ""
-                out["error"] = {"code": answer.status, "message": message}
+                out["error"] = {"code": answer.status, "message": _error_message(body)}
                 failed.append(out)
         for outputs, key in ((done, "output_file_id"), (failed, "error_file_id")):
             if outputs:

@@ -143,8 +143,8 @@ def error_body(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[
 _ERROR_CODES: Final = {
     "not_found": 404,
     "invalid_request": 400,
-    "replay_miss": 404,
-    "replay_exhausted": 404,
+    "replay_miss": 422,
+    "replay_exhausted": 422,
     "replay_unavailable": 503,
     "live_provider_error": 502,
 }

@@ -283,7 +283,7 @@ def test_serve_names_the_cohere_base_url_and_a_miss_is_the_sdks_not_found(
         client = cohere.ClientV2(
             api_key=info["token"], base_url=info["cohere_base_url"], max_retries=0
         )
-        with pytest.raises(cohere.NotFoundError) as missed:
+        with pytest.raises(cohere.UnprocessableEntityError) as missed:
             client.chat(model=MODEL, messages=QUESTION)
         with pytest.raises(cohere.BadRequestError) as refused:
             client.chat(model=MODEL, messages=QUESTION, logprobs=True)

@@ -361,9 +361,12 @@ def test_miss_is_the_sdks_client_error_asked_once(counted: Counting) -> None:
         client.models.generate_content(model=MODEL, contents=contents)
     assert counted.calls == 1
     err = caught.value
-    assert err.code == 404
+    assert err.code == 422
     assert err.status == "replay_miss"
-    assert err.message == f"no replay fixture matches this request (request_hash: {expected})"
+    assert err.message == (
+        f"no replay fixture matches this request (request_hash: {expected}); "
+        f'to answer it: replay-actor add FIXTURE {expected} --content "THE ANSWER"'
+    )
     with pytest.raises(errors.ClientError) as streamed:
         for _ in client.models.generate_content_stream(model=MODEL, contents=contents):
             pass
@@ -371,7 +374,7 @@ def test_miss_is_the_sdks_client_error_asked_once(counted: Counting) -> None:
     assert streamed.value.message == err.message
 
 
-def test_exhausted_sequence_is_a_404_asked_once(counted: Counting) -> None:
+def test_exhausted_sequence_is_a_422_asked_once(counted: Counting) -> None:
     client = counted_client(counted)
     hello = types.GenerateContentConfig(max_output_tokens=50)
     for _ in range(2):
@@ -428,7 +431,8 @@ def test_private_miss_carries_no_hash_anywhere(conversation: dict[str, Any]) -> 
     with gemini_client(private) as client, pytest.raises(errors.ClientError) as caught:
         client.models.generate_content(model=MODEL, contents=contents)
     err = caught.value
-    assert err.message == "no replay fixture matches this request"
+    assert err.message is not None
+    assert err.message.startswith("no replay fixture matches this request; to answer it: ")
     seen = [
         str(err),
         repr(err),

@@ -125,7 +125,7 @@ def test_an_ollama_miss_is_its_error_and_not_retried(tmp_path: Path) -> None:
     try:
         with pytest.raises(ollama.ResponseError) as caught:
             client.chat(model="llama3", messages=[{"role": "user", "content": "?"}], stream=False)
-        assert caught.value.status_code == 404
+        assert caught.value.status_code == 422
         assert "no replay fixture matches" in caught.value.error
         with pytest.raises(ollama.ResponseError, match="images cannot be replayed"):
             client.generate(model="llama3", prompt="x", images=["aGk="], stream=False)
