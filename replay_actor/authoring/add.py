@@ -32,9 +32,9 @@ import msgspec
 
 from .._errors import FixtureError, RecordingError, RecordingLocked, ReplayError
 from ..files.durable import atomic_write, release_lock, take_lock
+from ..fixture import parse_fixture
 from ..fixture._ceilings import DEFAULT_CEILINGS, Ceilings
 from ..fixture._format import entry_line
-from ..fixture import parse_fixture
 from ..fixture._read import read_fixture_bytes
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ docs/architecture.md, "Wire protocol".
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Final
 
 import msgspec
@@ -111,6 +112,9 @@ class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
     inspection_served: bool = False  # also log each hit (for ``replay-actor coverage``)
 
 
+_size_at: Final = struct.Struct(">I").unpack_from
+
+
 def frame(payload: bytes) -> bytes:
     """``payload`` as it goes on the wire: a 4-byte big-endian length, then the payload."""
     return len(payload).to_bytes(4, "big") + payload
@@ -131,12 +135,12 @@ def split_frames(
     if end is None:
         end = len(data)
     if end - pos >= 4:
-        size = int.from_bytes(data[pos : pos + 4], "big")
+        size = _size_at(data, pos)[0]
         if pos + 4 + size == end and size <= limit:  # the common case: one whole frame
             return [(pos + 4, end)], end, False
     spans: list[tuple[int, int]] = []
     while end - pos >= 4:
-        size = int.from_bytes(data[pos : pos + 4], "big")
+        size = _size_at(data, pos)[0]  # (no slice made: a frame's header read in place)
         if size > limit:
             return spans, pos, True
         stop = pos + 4 + size
