@@ -4,11 +4,15 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 # make test installs every integration's extra: CI must run those tests, not skip them.
-EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop
+EXTRAS := dev,live,openai,anthropic,gemini,serve,inspect,pydantic-ai,pytest,ray,interop,evals
 BSTAMP := $(VENV)/.installed-bench
+# CrewAI's latest release needs openai<3, so it gets an environment of its own, inside
+# .venv (tests/attribution/test_frameworks.py runs it under replay-actor run).
+CREWAI := $(VENV)/crewai
+CSTAMP := $(CREWAI)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help test lint typecheck pytest node-deps browser demo demo-sdk bench soak clean
+.PHONY: help test lint typecheck pytest node-deps browser crewai demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,11 +25,20 @@ $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
+$(CSTAMP): pyproject.toml | $(PY)
+	@echo "make: installing CrewAI into $(CREWAI), an environment of its own (a few minutes)"
+	$(PYTHON) -m venv $(CREWAI)
+	$(CREWAI)/bin/python -m pip install -q --upgrade pip
+	$(CREWAI)/bin/python -m pip install -q -e '.[crewai]'
+	touch $@
+
+crewai: $(CSTAMP) ## install CrewAI into .venv/crewai (its own environment) for the attribution tests
+
 $(BSTAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[$(EXTRAS),bench]'
 	touch $@
 
-test: $(STAMP) node-deps browser ## install into .venv, then run ruff, mypy --strict and pytest
+test: $(STAMP) $(CSTAMP) node-deps browser ## install into .venv, then run ruff, mypy --strict and pytest
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -37,7 +50,7 @@ lint: $(STAMP) ## ruff only
 typecheck: $(STAMP) ## mypy --strict only
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) node-deps browser ## pytest only
+pytest: $(STAMP) $(CSTAMP) node-deps browser ## pytest only
 	$(PY) -m pytest
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,

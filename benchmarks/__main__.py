@@ -34,6 +34,7 @@ from . import (
     litellm_peer,
     loading,
     raybackend,
+    recording,
     report,
     sdk,
     slowpeer,
@@ -151,8 +152,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--only",
         default="",
         help=(
-            "comma-separated sections: P1 ... P18, P12r, P12g, E1 (or EXPLAIN), "
-            "P6b/P6c, P5d/P8c (or LARGE), P1L/P12L/P14L (or LOGGING)"
+            "comma-separated sections: P1 ... P19, P12r, P12g, E1 (or EXPLAIN), "
+            "P6b/P6c, P5d/P8c (or LARGE), P1L/P12L/P14L (or LOGGING), P19 (or RECORDING)"
         ),
     )
     parser.add_argument(
@@ -253,6 +254,11 @@ def main(argv: list[str] | None = None) -> int:
         ),
         ({"E1", "EXPLAIN"}, "explain a miss (E1)", lambda: explaining.run_explain(cfg)),
         ({"P5D", "P8C", "LARGE"}, "large fixtures (P5d, P8c)", large_section),
+        (
+            {"P19", "P19M", "P19H", "RECORDING"},
+            "recording at scale (P19)",
+            lambda: recording.run_recording(cfg),
+        ),
     ]
     try:
         for ids, title, run in sections:

@@ -30,7 +30,7 @@ from replay_actor import open_provider, openai_client, request_hash
 from replay_actor._request import canonical_request
 from replay_actor.attribution.log import LogLine
 from replay_actor.files.sidecar import sidecar_line
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai import chat as vendor_openai
 
 from .frontdoor import _start, _stop
 from .timing import Config, Row, Stats, interleave, paired_ratio, per_call

@@ -28,12 +28,12 @@ from typing import Any
 
 import httpx2
 
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai import chat as vendor_openai
 
 from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request
 
-__all__ = ["run_frontdoor", "run_sealed_startup"]
+__all__ = ["run_frontdoor", "run_sealed_startup", "serve_app"]
 
 MODEL = "gpt-4.1-mini"
 
@@ -192,7 +192,11 @@ def _bare_app(
     return app
 
 
-def _serve_bare(path: str) -> None:
+def serve_app(
+    app: Callable[[MutableMapping[str, Any], Receive, Send], Awaitable[None]], path: str = ""
+) -> None:
+    """Serve ``app`` with uvicorn on a free loopback port (the settings every floor and
+    peer server of the benchmarks uses); print its URL (+ ``path``) once it listens."""
     import asyncio
     import socket
 
@@ -204,15 +208,15 @@ def _serve_bare(path: str) -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(4096)
     config = uvicorn.Config(
-        _bare_app(Path(path).read_bytes()),
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        server_header=False,
+        app, lifespan="off", access_log=False, log_level="warning", server_header=False
     )
     server = uvicorn.Server(config)
-    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}{path}", flush=True)
     asyncio.run(server.serve(sockets=[sock]))
+
+
+def _serve_bare(path: str) -> None:
+    serve_app(_bare_app(Path(path).read_bytes()))
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["bare"]:

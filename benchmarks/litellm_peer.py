@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai import chat as vendor_openai
 
 from .frontdoor import MODEL, _start, _stop
 from .timing import Config, Row, Stats, interleave, paired_ratio, per_call

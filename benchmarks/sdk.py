@@ -27,9 +27,9 @@ import openai
 
 from replay_actor import acquire, entry_line, gemini_client, openai_client, request_hash
 from replay_actor._response import read_response
-from replay_actor.vendors import gemini as vendor_gemini
-from replay_actor.vendors import openai as vendor_openai
-from replay_actor.vendors import openai_responses as vendor_responses
+from replay_actor.vendors.gemini import generate as vendor_gemini
+from replay_actor.vendors.openai import chat as vendor_openai
+from replay_actor.vendors.openai import responses as vendor_responses
 
 from .timing import Config, Row, Stats, interleave, paired_ratio, per_call
 from .workload import cache_dir, fixture, realistic_request, response_for
@@ -141,7 +141,7 @@ def run_sdk_responses(cfg: Config) -> list[Row]:
     # The Responses API has no stop and no seed.
     del req["params"]["stop"], req["params"]["seed"]
     body = vendor_responses.to_body(req, MODEL)
-    vendor = vendor_responses.OpenAIResponses()
+    vendor = vendor_responses.remembering()
     read = vendor.read_body(body)
     if request_hash(read.request) != request_hash(req):
         raise AssertionError("the Responses body does not hash as the realistic request")

@@ -23,8 +23,9 @@ The package (docs/architecture.md, "Map of the package", says more)::
     replay/          the cursor actor and the handles on it, folders by process
     record/          record mode
     adapters/        live adapters
-    vendors/         every vendor wire shape, one registry
+    vendors/         every vendor wire shape, one folder per family
     authoring/       tools around a fixture
+    serving/         the HTTP exchange: routes, answers, outcomes, batches
     integrations/    SDKs, transports, frameworks
     frontdoor/       every vendor API over local HTTP
     attribution/     the run log and ``compare``
@@ -34,8 +35,9 @@ The package (docs/architecture.md, "Map of the package", says more)::
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ._canonical import canonical_json
@@ -62,6 +64,10 @@ if TYPE_CHECKING:
     from ._request import Message, Request, Tool, ToolCall, request_hash
     from .adapters.base import Adapter
     from .fixture import Ceilings, FixtureSet, entry_line, load_fixture
+
+    # The SDK clients each vendor family names (vendors.FAMILIES), for type checkers:
+    # at run time they resolve through the families' records (__getattr__), and
+    # tests/vendors/test_families.py holds this list and __all__ to those records.
     from .integrations.sdk import (
         anthropic_client,
         async_anthropic_client,
@@ -79,8 +85,8 @@ if TYPE_CHECKING:
 
 from ._version import __version__
 
-# Where each public name lives.
-_LOCATIONS: dict[str, str] = {
+# Where each public name lives, but the SDK clients (below).
+_FIXED: Final[dict[str, str]] = {
     "canonical_json": "_canonical",
     "ActorLost": "_errors",
     "FixtureError": "_errors",
@@ -118,14 +124,6 @@ _LOCATIONS: dict[str, str] = {
     "ReplayProvider": "replay.caller.handle",
     "acquire": "_replay",
     "Supervisor": "_replay",
-    "anthropic_client": "integrations.sdk",
-    "async_anthropic_client": "integrations.sdk",
-    "async_gemini_client": "integrations.sdk",
-    "async_openai_client": "integrations.sdk",
-    "gemini_client": "integrations.sdk",
-    "openai_client": "integrations.sdk",
-    "ollama_client": "integrations.sdk",
-    "async_ollama_client": "integrations.sdk",
     "AsyncProviderTransport": "integrations.transport",
     "ProviderTransport": "integrations.transport",
 }
@@ -180,6 +178,40 @@ __all__ = [
     "read_manifest",
     "request_hash",
 ]
+
+
+class _Locations(Mapping[str, str]):
+    """Where each public name lives: the names above, and the SDK clients every vendor
+    family names (``vendors.FAMILIES``, built by ``integrations/sdk.py``), read from the
+    families' records only when a client is asked for or the table is read whole (so
+    importing the package imports no vendor)."""
+
+    def __init__(self) -> None:
+        self._whole: dict[str, str] | None = None
+
+    def _read(self) -> dict[str, str]:
+        if self._whole is None:
+            from .vendors import client_names
+
+            self._whole = {**_FIXED, **dict.fromkeys(client_names(), "integrations.sdk")}
+        return self._whole
+
+    def __getitem__(self, name: str) -> str:
+        found = _FIXED.get(name)
+        if found is not None:
+            return found
+        if not name.endswith("_client"):
+            raise KeyError(name)
+        return self._read()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
+_LOCATIONS: Final = _Locations()
 
 
 def __getattr__(name: str) -> Any:

@@ -4,6 +4,10 @@
 integrations (SDK transports, framework models, the pytest plugin) take any of them:
 this is what keeps the application the same code in every mode.
 
+``Attributed`` is a capability some providers add (the run log's ``LoggedProvider``,
+docs/attribution.md): told where each call came from, the vendor API and path a
+serving read it through, and of the requests refused before any call.
+
 ``complete_many(requests)`` answers a batch: one element per request, in order, each the
 response or the ``ReplayError`` that ``complete`` would have raised for it. The replay
 handle pipelines the batch over its connection; the live and recording providers call
@@ -19,7 +23,7 @@ from typing import Any, Protocol, Self, runtime_checkable
 from ._errors import ReplayError
 from ._request import RequestLike
 
-__all__ = ["Provider", "ReleasedOnExit", "complete_each"]
+__all__ = ["Attributed", "Provider", "ReleasedOnExit", "complete_each"]
 
 
 @runtime_checkable
@@ -49,6 +53,24 @@ class Provider(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> Any: ...
+
+
+@runtime_checkable
+class Attributed(Protocol):
+    """A provider that records where each call came from: ``via`` is the vendor API and
+    the URL path it was read through (``("openai", "/v1/chat/completions")``)."""
+
+    def complete_via(
+        self, request: RequestLike, via: tuple[str, str] | None = None
+    ) -> dict[str, Any]: ...
+
+    async def acomplete_via(
+        self, request: RequestLike, via: tuple[str, str] | None = None
+    ) -> dict[str, Any]: ...
+
+    def refused(self, outcome: str, where: str | None = None) -> None:
+        """A request answered before any provider call: ``invalid`` (``where``: its path)
+        or ``blocked`` (``where``: the host it was meant for)."""
 
 
 class ReleasedOnExit:

@@ -51,6 +51,7 @@ __all__ = [
     "canonical_request_and_reasoning",
     "normalise_request",
     "request_hash",
+    "request_hash_and_canonical",
     "request_hash_in_turn",
 ]
 
@@ -381,6 +382,22 @@ def canonical_request_and_reasoning(request: RequestLike) -> tuple[bytes, Carrie
 HASHED: Final[contextvars.ContextVar[tuple[object, str] | None]] = contextvars.ContextVar(
     "replay_actor_hashed", default=None
 )
+
+
+def request_hash_and_canonical(
+    request: RequestLike, keep: Callable[[str], bool]
+) -> tuple[str, bytes | None]:
+    """``request_hash(request)`` and, when ``keep(hash)`` says so, the canonical bytes
+    it hashed (``canonical_request(request)``), from one walk of the request: a caller
+    that needs both (the run log, for its request sidecar) never walks it twice."""
+    handed = HASHED.get()
+    if handed is not None and handed[0] is request:
+        return handed[1], canonical_request(request) if keep(handed[1]) else None
+    head, members = _canonical_parts(request)
+    digest = hashlib.sha256(memoryview(head)[:-1])
+    digest.update(b"".join(members))
+    hashed = "sha256:" + digest.hexdigest()
+    return hashed, b"".join([head[:-1], *members]) if keep(hashed) else None
 
 
 def request_hash(request: RequestLike) -> str:

@@ -17,6 +17,9 @@ key                type                          absent means
 ``created``        integer                       0
 ``refusal``        string or null                the model did not refuse
 ``reasoning``      ``{vendor, items: [object]}`` no reasoning (replayed only to ``vendor``)
+``logprobs``       ``{content: [token], ...}``   none asked for: the tokens' log
+                                                 probabilities, kept verbatim in OpenAI
+                                                 chat's form (docs/request.md)
 ``embeddings``     ``[[number]]``                no vectors (the answer to an embedding
                                                  request: one vector per text, in order)
 ``input_tokens``   integer or null               no count (the answer to a
@@ -74,6 +77,8 @@ class Response(msgspec.Struct, omit_defaults=True):
     created: int = 0
     refusal: str | None = None
     reasoning: Reasoning | None = None
+    #: Verbatim, as OpenAI chat's ``choices[0].logprobs`` (``content``, ``refusal``).
+    logprobs: dict[str, Any] | None = None
     embeddings: list[list[float]] | None = None
     input_tokens: int | None = None
 

@@ -17,7 +17,7 @@ from typing import Any
 from agent import MODEL, QUESTIONS, TOOLS, run_sample
 
 from replay_actor import request_hash
-from replay_actor.integrations.serving import Call, Exchange
+from replay_actor.serving import Call, Exchange
 
 
 def scripted(messages: list[dict[str, Any]]) -> dict[str, Any]:

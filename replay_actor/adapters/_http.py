@@ -17,7 +17,12 @@ Failure policy (docs/manifest.md, "Live adapters"):
 - 408, 429 and 5xx answers, timeouts and transport errors are retried at most
   ``max_retries`` times, with exponential backoff (``retry_backoff`` doubling, jittered,
   capped at ``retry_max_wait``); a ``Retry-After`` (or ``retry-after-ms``) header is
-  honoured up to the same cap;
+  honoured up to the same cap; ``retries`` counts the retries made (``replay-actor run``'s
+  summary says it);
+- connections are pooled: one sync client for every thread, and one async client per
+  event loop (``_LoopClients``), closed by that loop's own shutdown. A client is costly
+  to make (about 35 ms of CPU: its TLS context), and a connection per call costs a
+  handshake per call: recording thousands of calls through the front door paid both;
 - every failure is a ``LiveProviderError`` whose message holds a status, an exception
   *type* name, or a short vendor error code — never a body, a header, the URL, the key or
   the prompt — and which is raised outside any ``except`` block, so no HTTP-client
@@ -43,13 +48,15 @@ import email.utils
 import os
 import random
 import re
+import threading
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import msgspec
 
 from .._errors import LiveProviderError, ManifestError
-from ..vendors._common import MalformedResponse as Malformed
+from ..vendors import MalformedResponse as Malformed
 from ._config import HTTPConfig
 from ._secrets import holds_key_piece, install_log_filter, strings_in
 
@@ -219,6 +226,59 @@ class _Answer(NamedTuple):
 
 
 _TIMED_OUT: Final = "did not answer within the timeout"
+#: Idle connections an async client keeps per event loop (a recording's concurrency);
+#: the number of connections open at once is not capped, as a client per call was not.
+_KEEPALIVE: Final = 128
+
+
+async def _closed_at_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]:
+    """Suspended once started, this async generator is closed by the event loop's
+    ``shutdown_asyncgens`` (``asyncio.run`` calls it before closing the loop), and then
+    closes ``client`` on that loop: the only moment its connections can be closed
+    cleanly, since a loop's sockets cannot be closed from outside it."""
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
+class _LoopClients:
+    """One pooled ``AsyncClient`` per running event loop (and process).
+
+    A client belongs to the loop it first ran on (its connections are that loop's
+    sockets), so each loop gets its own, kept while the loop runs and closed by the
+    loop's shutdown (``_closed_at_shutdown``). A loop found closed drops its client.
+    """
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[int, asyncio.AbstractEventLoop], tuple[Any, Any]] = {}
+
+    async def get(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        key = (os.getpid(), loop)
+        with self._lock:
+            found = self._clients.get(key)
+            if found is not None:
+                client: httpx.AsyncClient = found[0]
+                return client
+            self._forget_closed()
+            client = self._make()
+            closer = _closed_at_shutdown(client)
+            self._clients[key] = (client, closer)
+        await closer.__anext__()  # now suspended: the loop's shutdown will close it
+        return client
+
+    def _forget_closed(self) -> None:
+        pid = os.getpid()
+        for key in [k for k in self._clients if k[0] != pid or k[1].is_closed()]:
+            del self._clients[key]
+
+    def close(self) -> None:
+        """Drop the clients of closed loops (a running loop closes its own at shutdown)."""
+        with self._lock:
+            self._forget_closed()
 
 
 class HTTPAdapter:
@@ -238,11 +298,25 @@ class HTTPAdapter:
         # Each read, write and connect is bounded by these; the attempt as a whole by
         # the deadline (``timeout`` from its start).
         self._timeout = self._httpx.Timeout(config.timeout, connect=config.connect_timeout)
-        # One pooled sync client; async clients are made per call so that acomplete
-        # works from any event loop and release() stays synchronous (see docs).
+        # One pooled sync client; one async client per event loop (``_LoopClients``).
         self._client = self._new_client()
+        self._aclients = _LoopClients(self._new_async_client)
         self._pid = os.getpid()
         self.model = config.model
+        #: Retries made so far (attempts after a first one), all calls together.
+        self.retries = 0
+        self._retries_lock = threading.Lock()
+
+    def _new_async_client(self) -> httpx.AsyncClient:
+        limits = self._httpx.Limits(max_connections=None, max_keepalive_connections=_KEEPALIVE)
+        client: httpx.AsyncClient = self._httpx.AsyncClient(
+            timeout=self._timeout, headers=self._headers, follow_redirects=False, limits=limits
+        )
+        return client
+
+    def _retrying(self) -> None:
+        with self._retries_lock:
+            self.retries += 1
 
     def _new_client(self) -> httpx.Client:
         client: httpx.Client = self._httpx.Client(
@@ -440,6 +514,7 @@ class HTTPAdapter:
         while not isinstance(
             outcome := self._settle(attempt, self._attempt(body, url), request), dict
         ):
+            self._retrying()
             time.sleep(outcome)
             attempt += 1
         return outcome
@@ -448,19 +523,20 @@ class HTTPAdapter:
         body = self._encoded(request)
         url = self.url_for(request)
         attempt = 0
-        async with self._httpx.AsyncClient(
-            timeout=self._timeout, headers=self._headers, follow_redirects=False
-        ) as client:
-            while not isinstance(
-                outcome := self._settle(attempt, await self._aattempt(client, body, url), request),
-                dict,
-            ):
-                await asyncio.sleep(outcome)
-                attempt += 1
+        client = await self._aclients.get()
+        while not isinstance(
+            outcome := self._settle(attempt, await self._aattempt(client, body, url), request),
+            dict,
+        ):
+            self._retrying()
+            await asyncio.sleep(outcome)
+            attempt += 1
         return outcome
 
     def close(self) -> None:
         self._client.close()
+        self._aclients.close()
 
     async def aclose(self) -> None:
         self._client.close()
+        self._aclients.close()

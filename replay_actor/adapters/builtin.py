@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final, cast
 
 from .._errors import ManifestError, RequestError
-from ..vendors import Vendor, make_vendor, vendor_names
-from ..vendors._endpoint import EndpointOption, LiveEndpoint
+from ..vendors import EndpointOption, LiveEndpoint, Vendor, make_vendor, vendor_names
 from ._config import COMMON_KEYS, HTTPConfig, string_field
 from ._http import HTTPAdapter
 
@@ -68,6 +67,11 @@ class VendorAdapter(HTTPAdapter):
             headers[endpoint.key_header] = endpoint.key_prefix + cfg.api_key
         super().__init__(cfg, headers)
         self._base_url = cfg.url[: len(cfg.url) - len(path)]
+
+    @property
+    def keeps_logprobs(self) -> bool:
+        """True if the vendor shape's answers say token log probabilities."""
+        return getattr(self.vendor, "keeps_logprobs", False) is True
 
     def _shape_of(self, request: dict[str, Any]) -> Vendor:
         """The shape that asks ``request`` live: this adapter's own for chat, the one its

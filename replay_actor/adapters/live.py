@@ -22,7 +22,7 @@ import msgspec
 from .._errors import ProviderClosed, ReplayError
 from .._interface import ReleasedOnExit, complete_each
 from .._request import RequestLike, canonical_request_and_reasoning
-from ..vendors._common import refuse_unfaithful
+from ..vendors import refuse_unfaithful
 from .base import Adapter
 
 __all__ = ["LiveProvider", "prepare_request"]
@@ -56,14 +56,16 @@ def _for_model(plain: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in plain.items() if key != "scope"}
 
 
-def _refuse(plain: dict[str, Any]) -> None:
+def _refuse(plain: dict[str, Any], logprobs: bool) -> None:
     """``RequestError`` naming a parameter the neutral response cannot hold (``n`` other
-    than 1, ``logprobs``, ``stream``, audio or other output modalities), before anything
-    is sent: a live answer to it, or a recording of it, would silently drop what was
-    asked (docs/manifest.md, "Live adapters")."""
+    than 1, ``stream``, audio or other output modalities; ``logprobs`` and
+    ``top_logprobs`` unless the adapter keeps them, ``logprobs``, for a chat request),
+    before anything is sent: a live answer to it, or a recording of it, would silently
+    drop what was asked (docs/manifest.md, "Live adapters")."""
     params = plain.get("params")
     if params:
-        refuse_unfaithful(params, "params.", stream=True)
+        keeps = logprobs and "kind" not in plain
+        refuse_unfaithful(params, "params.", stream=True, logprobs=keeps)
 
 
 class LiveProvider(ReleasedOnExit):
@@ -76,6 +78,9 @@ class LiveProvider(ReleasedOnExit):
 
     def __init__(self, adapter: Adapter, *, adapter_name: str, model: str) -> None:
         self._adapter = adapter
+        # An adapter whose answers carry token log probabilities says so (the built-in
+        # ones of OpenAI chat and Responses); any other has them refused.
+        self._keeps_logprobs = getattr(adapter, "keeps_logprobs", False) is True
         self._adapter_name = adapter_name
         self._model = model
         self._lock = threading.Lock()
@@ -99,7 +104,7 @@ class LiveProvider(ReleasedOnExit):
 
     def complete_plain(self, plain: dict[str, Any]) -> dict[str, Any]:
         """Send an already-normalised request (the recorder uses this)."""
-        _refuse(plain)
+        _refuse(plain, self._keeps_logprobs)
         self._begin()
         try:
             return self._adapter.complete(_for_model(plain))
@@ -109,7 +114,7 @@ class LiveProvider(ReleasedOnExit):
 
     async def acomplete_plain(self, plain: dict[str, Any]) -> dict[str, Any]:
         """The async form of :meth:`complete_plain`."""
-        _refuse(plain)
+        _refuse(plain, self._keeps_logprobs)
         self._begin()
         try:
             return await self._adapter.acomplete(_for_model(plain))
@@ -138,7 +143,9 @@ class LiveProvider(ReleasedOnExit):
         return complete_each(self.complete, requests)
 
     def snapshot(self) -> dict[str, Any]:
-        """``kind``, ``adapter``, ``model`` and the call counters; no payload, no key."""
+        """``kind``, ``adapter``, ``model`` and the call counters (``retries``: the
+        adapter's, 0 for an adapter that does not count them); no payload, no key."""
+        retries = getattr(self._adapter, "retries", 0)
         with self._lock:
             return {
                 "kind": "live",
@@ -146,6 +153,7 @@ class LiveProvider(ReleasedOnExit):
                 "model": self._model,
                 "calls": self._calls,
                 "failures": self._failures,
+                "retries": retries if type(retries) is int else 0,
             }
 
     def release(self) -> None:

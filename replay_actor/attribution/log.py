@@ -9,13 +9,16 @@ A line::
 
     {"seq":3,"time":1733312345.123456,"pid":4242,"provider":"replay","kind":"chat",
      "vendor":"openai","path":"/v1/chat/completions","scope":{"sample":2},
-     "outcome":"served","request_hash":"sha256:…","line":17,"element":1}
+     "outcome":"served","request_hash":"sha256:…","line":17,"element":1,
+     "row":{"sample":"q17","epoch":1}}
 
 ``outcome`` is ``served``, ``miss``, ``exhausted``, ``invalid``, ``blocked`` or ``failed``
 (the provider lost or released, a live endpoint's failure). ``line`` is the fixture line
 that answered and ``element`` the 0-based index into its ``responses`` (``null`` for a
 single ``response``); both are ``null`` for live and recorded answers. ``vendor`` and
 ``path`` are the HTTP API the call came through (``null`` for a direct ``complete``).
+``row`` is the eval row the integration named (``row.py``; ``null`` outside one): it is
+not part of the request and not hashed.
 
 Each process that writes counts its own ``seq`` from 1 (a fork child too, and a copy of
 the provider sent to another process, which reopens the file): ``pid`` tells them apart.
@@ -72,12 +75,14 @@ class LogLine(msgspec.Struct, omit_defaults=False):
     request_hash: str | None = None
     line: int | None = None
     element: int | None = None
+    row: dict[str, Any] | None = None
 
 
 _encode: Final = msgspec.json.Encoder().encode
 _FIELDS: Final = frozenset(LogLine.__struct_fields__)
-#: :meth:`RunLog.record`'s fields: kind, vendor, path, scope, request_hash, line, element.
-Fields = tuple[str, str | None, str | None, Any, str | None, int | None, int | None]
+#: :meth:`RunLog.record`'s fields: kind, vendor, path, scope, request_hash, line, element,
+#: row.
+Fields = tuple[str, str | None, str | None, Any, str | None, int | None, int | None, Any]
 
 
 def sidecar_of(log: str | os.PathLike[str]) -> str:
@@ -150,6 +155,7 @@ class RunLog:
                 get("request_hash"),
                 get("line"),
                 get("element"),
+                get("row"),
             ),
         )
 

@@ -5,11 +5,13 @@ Runs in: the process that owns the provider. This is the run log's single choke 
 (or ``run --log``/``serve --log`` say so), so every caller of that provider (the front
 door, the in-process SDK transports, Inspect, pydantic-ai, the pytest plugin, a direct
 ``complete``) is logged alike, for replay, record and live providers. The serving layer
-adds what only it knows: the vendor API and path (``complete_via``), and the requests it
-refuses before any call (``log.refused``).
+adds what only it knows, to any provider with the ``Attributed`` capability
+(``_interface.py``): the vendor API and path (``complete_via``), and the requests it
+refuses before any call (``refused``).
 
-Cost on the replay path (P1): the request is hashed once, here, and handed to the wrapped
-provider through ``_request.HASHED`` so it is not hashed again; the fixture line and
+Cost on the replay path (P1): the request is walked once, here, for its hash and (the
+first time the log's sidecar wants it) its canonical bytes; the hash is handed to the
+wrapped provider through ``_request.HASHED`` so it is not hashed again; the fixture line and
 sequence element come from :class:`FixtureIndex`, built once in this process when the
 provider is opened (the actor's reply is not widened for it); the line is one ``write``.
 """
@@ -27,8 +29,9 @@ import msgspec
 
 from .._errors import ReplayError, ReplayMiss, RequestError, SequenceExhausted
 from .._interface import ReleasedOnExit
-from .._request import HASHED, RequestLike, canonical_request, request_hash
+from .._request import HASHED, RequestLike, request_hash_and_canonical
 from .log import RunLog
+from .row import current_row
 
 if TYPE_CHECKING:
     from .._interface import Provider
@@ -126,9 +129,11 @@ class LoggedProvider(ReleasedOnExit):
     # -- the calls ----------------------------------------------------------------------
 
     def _hash(self, request: RequestLike) -> str:
-        digest = request_hash(request)
-        if self.log.wants_request(digest):
-            self.log.keep_request(digest, canonical_request(request))
+        # One walk of the request gives the hash and, the first time the sidecar wants
+        # this request, the canonical bytes it keeps.
+        digest, canonical = request_hash_and_canonical(request, self.log.wants_request)
+        if canonical is not None:
+            self.log.keep_request(digest, canonical)
         return digest
 
     def _where(self, digest: str) -> tuple[int | None, int | None]:
@@ -164,9 +169,19 @@ class LoggedProvider(ReleasedOnExit):
                 digest,
                 line,
                 element,
+                current_row(),
             )
         else:
-            fields = (_kind(request), vendor, path, _scope(request), digest, line, element)
+            fields = (
+                _kind(request),
+                vendor,
+                path,
+                _scope(request),
+                digest,
+                line,
+                element,
+                current_row(),
+            )
         self.log.record(outcome, fields)
 
     @contextmanager
@@ -220,6 +235,11 @@ class LoggedProvider(ReleasedOnExit):
             else:
                 self._write(request, "served", digest, None)
         return results
+
+    def refused(self, outcome: str, where: str | None = None) -> None:
+        """Log a request answered before any call (``invalid``: ``where`` its path;
+        ``blocked``: the host it was meant for): the ``Attributed`` capability."""
+        self.log.refused(outcome, where)
 
     # -- the rest of the interface ------------------------------------------------------
 

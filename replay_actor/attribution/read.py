@@ -19,8 +19,9 @@ reason                 the line
 ``torn``               is a last line without its newline (a writer killed mid-write)
 =====================  ============================================================
 
-Memory: one line at a time, and per call a small Struct; a scope is kept as its RFC 8785
-text (what a sample is keyed by). Values are never echoed in a reason.
+Memory: one line at a time, and per call a small Struct; a scope and a row are kept as
+their RFC 8785 text (what samples are keyed by), each distinct one once. Values are never
+echoed in a reason.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .._errors import ReplayError
 from .._strict_json import nesting_depth
 from .log import OUTCOMES
 
-__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "Call", "LogRead", "read_log"]
+__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "Call", "LogRead", "display_path", "read_log"]
 
 #: The longest line read (the writer's lines are a few hundred bytes; a scope is small).
 MAX_LINE_BYTES: Final = 64 * 1024
@@ -64,6 +65,7 @@ class _Line(msgspec.Struct):
     request_hash: str | None = None
     line: int | None = None
     element: int | None = None
+    row: msgspec.Raw = msgspec.Raw(b"null")
 
 
 class Call(msgspec.Struct, frozen=True):
@@ -77,22 +79,16 @@ class Call(msgspec.Struct, frozen=True):
     element: int | None
     scope: str | None  #: the scope's RFC 8785 text, or None
     path: str | None
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        """What makes two calls the same call: the request's hash when the log has it,
-        else (a private log) the fixture line and element that answered it."""
-        if self.request_hash is not None:
-            return ("hash", self.request_hash)
-        return ("line", self.line, self.element, self.outcome)
+    row: str | None = None  #: the eval row's RFC 8785 text (docs/attribution.md), or None
 
 
 class LogRead(msgspec.Struct):
     """Every usable call of one log, in file order, and the lines skipped by reason."""
 
-    path: str
+    path: str  #: as shown (``display_path``)
     calls: list[Call]
     skipped: dict[str, int]
+    source: str = ""  #: the path as given, to open its request sidecar
 
 
 _decode: Final = msgspec.json.Decoder(_Line).decode
@@ -116,12 +112,13 @@ def _checked(number: int, raw: bytes, scopes: dict[bytes, str | None]) -> Call |
         return "invalid_field"
     if (line.line is not None and line.line < 1) or (line.element is not None and line.element < 0):
         return "invalid_field"
-    scope = scopes.get(bytes(line.scope), _UNSEEN)
-    if scope is _UNSEEN:
-        scope = scopes[bytes(line.scope)] = _scope_text(line.scope)
-    if scope is _INVALID:
+    scope = _text_of(line.scope, scopes)
+    row = _text_of(line.row, scopes)
+    if scope is _INVALID or row is _INVALID:
         return "invalid_field"
-    return Call(number, line.seq, line.outcome, digest, line.line, line.element, scope, line.path)
+    return Call(
+        number, line.seq, line.outcome, digest, line.line, line.element, scope, line.path, row
+    )
 
 
 _UNSEEN: Final = "\0unseen"
@@ -129,13 +126,28 @@ _INVALID: Final = "\0invalid"
 _scope_decode: Final = msgspec.json.Decoder(dict[str, Any] | None).decode
 
 
+def _text_of(raw: msgspec.Raw, seen: dict[bytes, str | None]) -> str | None:
+    """A scope's or a row's text, made once per distinct value (``seen``)."""
+    key = bytes(raw)
+    found = seen.get(key, _UNSEEN)
+    if found is _UNSEEN:
+        found = seen[key] = _scope_text(raw)
+    return found
+
+
 def _scope_text(raw: msgspec.Raw) -> str | None:
-    """A scope's RFC 8785 text (None for null), or ``_INVALID``."""
+    """A scope's or a row's RFC 8785 text (None for null), or ``_INVALID``."""
     try:
         scope = _scope_decode(raw)
         return None if scope is None else canonical_json(scope).decode("utf-8")
     except (msgspec.DecodeError, ValueError, RecursionError):  # RequestError: a ValueError
         return _INVALID
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path as text that any output can hold: bytes that are not UTF-8 (a file name
+    from another locale) are named as ``\\xff`` escapes, never an error."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _skip_rest_of_line(handle: Any) -> None:
@@ -148,7 +160,7 @@ def _skip_rest_of_line(handle: Any) -> None:
 def read_log(path: str | os.PathLike[str], *, max_line: int = MAX_LINE_BYTES) -> LogRead:
     """Read a run log. Raises ``ReplayError`` only for a path that is not a readable
     regular file (the CLI's exit 2); every bad line is skipped and counted."""
-    shown = os.fspath(path)
+    shown = display_path(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
@@ -178,4 +190,4 @@ def read_log(path: str | os.PathLike[str], *, max_line: int = MAX_LINE_BYTES) ->
                 skipped[found] += 1
             else:
                 calls.append(found)
-    return LogRead(shown, calls, dict(skipped))
+    return LogRead(shown, calls, dict(skipped), os.fspath(path))

@@ -7,8 +7,13 @@ Ranking, over the request sidecar's lines (``files/sidecar.py``):
 1. most shared leading messages (``messages[0..k)`` equal, in order): a conversation
    that diverged late is nearer than one that diverged early;
 2. then fewest differing JSON paths;
-3. then the smallest ``request_hash`` (plain string order), so a tie always names the
-   same entry, whatever order the sidecar's lines are in.
+3. then the smallest whole-request distance (``request_distance``): over each message,
+   tool and field whose canonical bytes differ, the bytes that differ once their common
+   beginning and end are set aside. Among prompts that differ at one path each (every
+   row of an eval asks its own question), the one that differs least is the same
+   question;
+4. then the smallest canonical bytes of the recorded request, so a tie always names
+   the same entry, whatever order the sidecar's lines are in.
 
 Paths read as a JSON path without the ``$``: ``messages[3].content``,
 ``params.temperature``, ``tools[1]``, ``scope.epoch``; a key that is not an identifier is
@@ -25,8 +30,8 @@ Speed and memory: the ranking is one pass, keeping only the best so far. The sid
 requests are canonical (RFC 8785) bytes, so equal values are equal bytes: messages are
 compared as raw slices, a line sharing fewer leading messages than the best is dropped
 with one list comparison, and one that cannot win (its differing slices already outnumber
-the best's paths, or equal them with a later hash) is never diffed. Only the others are
-decoded, only where their bytes differ.
+the best's paths, or equal them and lose on distance, itself measured on raw slices) is
+never diffed. Only the others are decoded, only where their bytes differ.
 """
 
 from __future__ import annotations
@@ -51,9 +56,13 @@ __all__ = [
     "TOO_DEEP",
     "Difference",
     "Nearest",
+    "canonical_bytes",
+    "canonical_less",
     "differences",
     "find_nearest",
     "rank",
+    "request_distance",
+    "slice_distance",
     "split_request",
 ]
 
@@ -279,6 +288,125 @@ def differences(
     return out
 
 
+# -- distance -----------------------------------------------------------------------------
+
+
+def _common_prefix(a: bytes, b: bytes, limit: int) -> int:
+    """How many leading bytes ``a`` and ``b`` share, at most ``limit`` (a binary search
+    over slice comparisons, each a ``memcmp``: a megabyte takes a few milliseconds)."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(a: bytes, b: bytes, limit: int) -> int:
+    """How many trailing bytes ``a`` and ``b`` share, at most ``limit``."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[len(a) - middle :] == b[len(b) - middle :]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def slice_distance(a: Any, b: Any) -> int:
+    """The bytes that differ between two raw slices once their common beginning and end
+    are set aside (0 for equal slices; the whole of one when the other is absent:
+    ``None`` or ``msgspec.UNSET``)."""
+    if a is None or a is msgspec.UNSET:
+        return 0 if b is None or b is msgspec.UNSET else len(b)
+    if b is None or b is msgspec.UNSET:
+        return len(a)
+    x, y = bytes(a), bytes(b)
+    if x == y:
+        return 0
+    shortest = min(len(x), len(y))
+    head = _common_prefix(x, y, shortest)
+    tail = _common_suffix(x, y, shortest - head)
+    return len(x) + len(y) - 2 * (head + tail)
+
+
+def _field_distance(name: str, mine: Any, theirs: Any, start: int = 0) -> int:
+    if mine == theirs:
+        return 0
+    if name not in LIST_FIELDS:
+        return slice_distance(mine, theirs)
+    total = 0
+    for index in range(start, max(len(mine), len(theirs))):
+        a = mine[index] if index < len(mine) else None
+        b = theirs[index] if index < len(theirs) else None
+        if a is None or b is None or a != b:
+            total += slice_distance(a, b)
+    return total
+
+
+def request_distance(recorded: Any, requested: Any, shared: int = 0) -> int:
+    """The whole-request distance of two split requests (the module's ranking, step 3):
+    over each message, tool and field whose bytes differ, the bytes that differ once
+    their common beginning and end are set aside. ``shared``: leading messages known to
+    be equal."""
+    total = 0
+    for name in REQUEST_FIELDS:
+        start = shared if name == "messages" else 0
+        total += _field_distance(name, getattr(recorded, name), getattr(requested, name), start)
+    return total
+
+
+def canonical_bytes(split: Any) -> bytes:
+    """A split request's RFC 8785 bytes, rebuilt from its slices (its field names are
+    ASCII and sorted, as the canonical form has them; defaults are absent)."""
+    parts: list[bytes] = []
+    for name in REQUEST_FIELDS:
+        value = getattr(split, name)
+        if name in LIST_FIELDS:
+            if value:
+                parts.append(b'"%s":[%s]' % (name.encode(), b",".join(bytes(v) for v in value)))
+        elif value is not msgspec.UNSET:
+            parts.append(b'"%s":%s' % (name.encode(), bytes(value)))
+    return b"{" + b",".join(parts) + b"}"
+
+
+def _first_differing_slices(a: Any, b: Any) -> tuple[bytes, bytes] | None:
+    """The first slices, in canonical order, where two split requests differ, when all
+    that comes before them is the same in both (so their canonical bytes agree up to
+    there); None when the requests are equal or differ first in what is present."""
+    for name in REQUEST_FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        if x == y:
+            continue
+        if name in LIST_FIELDS:
+            if not x or not y:
+                return None
+            for xi, yi in zip(x, y, strict=False):
+                if xi != yi:
+                    return bytes(xi), bytes(yi)
+            return None  # one list is the other's beginning
+        if x is msgspec.UNSET or y is msgspec.UNSET:
+            return None
+        return bytes(x), bytes(y)
+    return None
+
+
+def canonical_less(a: Any, b: Any) -> bool:
+    """``canonical_bytes(a) < canonical_bytes(b)``, deciding from the first differing
+    slices where it can (a tie among thousands of recorded requests must not rebuild
+    each one's bytes)."""
+    found = _first_differing_slices(a, b)
+    if found is not None:
+        x, y = found
+        shortest = min(len(x), len(y))
+        if x[:shortest] != y[:shortest]:
+            return x < y
+    return canonical_bytes(a) < canonical_bytes(b)
+
+
 # -- ranking -----------------------------------------------------------------------------------
 
 
@@ -317,9 +445,25 @@ def split_request(request: RequestLike) -> tuple[str, Any]:
     return "sha256:" + hashlib.sha256(canonical).hexdigest(), decode_split(canonical)
 
 
-def _beats(found: list[Difference], digest: str, best: Nearest) -> bool:
-    most = len(best.differences)
-    return len(found) < most or (len(found) == most and digest < best.request_hash)
+class _Best:
+    """The nearest so far and its ranking key."""
+
+    def __init__(self, nearest: Nearest, split: Any, distance: int) -> None:
+        self.nearest = nearest
+        self.split = split
+        self.distance = distance
+
+    @property
+    def paths(self) -> int:
+        return len(self.nearest.differences)
+
+    def loses_to(self, paths: int, distance: int, split: Any) -> bool:
+        """Whether a request with these paths and distance ranks before the best."""
+        if paths != self.paths:
+            return paths < self.paths
+        if distance != self.distance:
+            return distance < self.distance
+        return canonical_less(split, self.split)
 
 
 def rank(
@@ -330,7 +474,7 @@ def rank(
     the best so far only."""
     _, wanted = split_request(request)
     messages = wanted.messages
-    best: Nearest | None = None
+    best: _Best | None = None
     best_shared = 0
     prefix: list[Any] = []
     memo: dict[tuple[str, bytes], list[Difference]] = {}
@@ -344,17 +488,23 @@ def rank(
         if shared > best_shared or best is None:
             best_shared = shared
             prefix = messages[:shared]
-            best = Nearest(digest, shared, tuple(differences(split, wanted, shared, memo)))
+            found = differences(split, wanted, shared, memo)
+            distance = request_distance(split, wanted, shared)
+            best = _Best(Nearest(digest, shared, tuple(found)), split, distance)
             continue
-        # As many shared messages: skip one that cannot win, else compare in full.
+        # As many shared messages: skip one that cannot win, else compare in full. The
+        # floor bounds the paths from below; at the best's count only a smaller distance
+        # (or, at an equal one, smaller bytes) can still win.
         floor = _at_least(split, wanted, shared)
-        most = len(best.differences)
-        if floor > most or (floor == most and digest > best.request_hash):
+        if floor > best.paths:
+            continue
+        distance = request_distance(split, wanted, shared)
+        if floor == best.paths and not best.loses_to(floor, distance, split):
             continue
         found = differences(split, wanted, shared, memo)
-        if _beats(found, digest, best):
-            best = Nearest(digest, shared, tuple(found))
-    return best
+        if best.loses_to(len(found), distance, split):
+            best = _Best(Nearest(digest, shared, tuple(found)), split, distance)
+    return None if best is None else best.nearest
 
 
 def find_nearest(

@@ -14,10 +14,13 @@ write it when given ``--request``. The actor never reads it and replay never nee
 deleting it loses only the explanations.
 
 It holds prompts in the clear, so it is created with mode 0600 and never through a
-symbolic link. Writers only ever append, one ``write`` per line under an exclusive
-``flock`` on the sidecar itself (never replaced, so every writer locks the same inode),
-each append fsynced. A crash can leave a torn last line without its newline: readers
-ignore it, and the next writer cuts it off before appending. A hash already present is
+symbolic link. Writers only ever append, one ``write`` per line (record mode: per batch
+of lines, ``append_many``) under an exclusive ``flock`` on the sidecar itself (never
+replaced, so every writer locks the same inode), each append fsynced (record mode: once,
+at release, ``sync``: the answers are durable in the journal already, and a sidecar line
+lost in a crash costs only the explanation of a later miss). A crash can leave a torn
+last line without its newline: readers ignore it, and the next writer cuts it off before
+appending. A hash already present is
 not written again, so the first line for a hash is the only one.
 
 Reading (``read_sidecar``) streams the file line by line, so its memory is one line (at
@@ -36,7 +39,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from typing import IO, Any, Final
 
 import msgspec
@@ -130,9 +133,42 @@ class SidecarWriter:
         Raises ``ReplayError`` naming the path if the sidecar cannot be written.
         """
         with self._lock:
-            return self._append(request_hash, canonical)
+            return self._append([(request_hash, canonical)]) == 1
 
-    def _append(self, request_hash: str, canonical: bytes) -> bool:
+    def append_many_or_warn(self, items: list[tuple[str, bytes]]) -> None:
+        """``append_many`` for record mode (the answers are already durable in the
+        journal: a sidecar that cannot be written costs the explanations, and says so)."""
+        try:
+            self.append_many(items, durable=False)
+        except (ReplayError, OSError) as exc:
+            warnings.warn(
+                f"the requests were recorded, but not their request sidecar lines: {exc}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def append_many(self, items: list[tuple[str, bytes]], *, durable: bool = True) -> int:
+        """``append`` for several ``(hash, canonical request)`` pairs with one write (and,
+        if ``durable``, one fsync); how many lines were written. Record mode appends
+        each batch of answers so, and makes the file durable once, at release
+        (``sync``)."""
+        with self._lock:
+            return self._append(items, durable=durable)
+
+    def sync(self) -> None:
+        """Make every line appended so far durable (if the sidecar exists)."""
+        try:
+            fd, _ = _open(self.path, _FLAGS & ~os.O_CREAT)
+        except ReplayError:
+            if os.path.lexists(self.path):
+                raise
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _append(self, items: list[tuple[str, bytes]], *, durable: bool = True) -> int:
         fd, created = _open(self.path)
         try:
             _lock(fd, self.path)
@@ -141,19 +177,24 @@ class SidecarWriter:
                 self._known.clear()
                 self._scanned = 0
             self._scan(fd, size)
-            if request_hash in self._known:
-                return False
-            line = sidecar_line(request_hash, canonical)
+            lines: dict[str, bytes] = {}
+            for request_hash, canonical in items:
+                if request_hash not in self._known and request_hash not in lines:
+                    lines[request_hash] = sidecar_line(request_hash, canonical)
+            if not lines:
+                return 0
+            data = b"".join(lines.values())
             os.lseek(fd, 0, os.SEEK_END)
-            write_all(fd, line)
-            os.fsync(fd)
-            self._known.add(request_hash)
-            self._scanned = size + len(line)
+            write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+            self._known.update(lines)
+            self._scanned = size + len(data)
         finally:
             os.close(fd)  # closing drops the flock
         if created:
             fsync_dir(os.path.dirname(os.path.abspath(self.path)))
-        return True
+        return len(lines)
 
     def _scan(self, fd: int, size: int) -> None:
         """Read the hashes of the lines between what was scanned and ``size``."""
@@ -310,13 +351,16 @@ def read_sidecar(
     *,
     max_bytes: int | None = None,
     max_line: int = MAX_LINE_BYTES,
+    wanted: Container[str] | None = None,
 ) -> Iterator[tuple[str, Any]]:
     """(hash, split request) for each line of a sidecar, the first line of a hash only.
 
     Streams: the memory held is one line and the set of hashes seen. Skipped: a torn last
     line (no newline: a writer crashed mid-append), a line over ``max_line``, and a
     line nested too deeply to decode. With ``max_bytes``, stops before the line that
-    would take the bytes read past it. Raises ``ReplayError`` naming the path and line
+    would take the bytes read past it. With ``wanted``, a line in the writer's layout
+    whose hash is not wanted is passed over undecoded (``compare`` asks for a few
+    requests of a large sidecar). Raises ``ReplayError`` naming the path and line
     for a line that is not a sidecar line or a path that is not a regular file,
     ``FileNotFoundError`` when there is no sidecar.
     """
@@ -342,6 +386,10 @@ def read_sidecar(
             consumed += len(line)
             if max_bytes is not None and consumed > max_bytes:
                 return
+            if wanted is not None and not over_long:
+                digest = line_hash(line[:_REQUEST_AT])
+                if digest is not None and digest not in wanted:
+                    continue
             try:
                 entry = None if over_long else _parse_line(line[:-1])
             except _Unusable:

@@ -11,7 +11,7 @@ provider is asked:
 2. the body bound: a declared ``content-length`` above it is refused at once and a body
    that grows past it is refused as soon as it does (413); the body is read chunk by
    chunk, so no more than the bound is ever held;
-3. the rest is :class:`~replay_actor.integrations.serving.AsyncServing` with ``api=None``,
+3. the rest is :class:`~replay_actor.serving.AsyncServing` with ``api=None``,
    given the raw headers: routing by path to every registered vendor, the
    ``x-replay-scope`` header, the provider asked exactly once, every failure an answer
    with ``x-should-retry: false``.
@@ -26,7 +26,7 @@ import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Final
 
-from ..integrations.serving import Answer, AsyncServing, Exchange
+from ..serving import Answer, AsyncServing, Exchange
 
 __all__ = [
     "MAX_BODY_BYTES",

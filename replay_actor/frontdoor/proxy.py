@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ..integrations._outcomes import Outcomes
+from ..serving import Outcomes
 from .app import Receive, Scope, Send
 
 __all__ = ["ProxyRefusal", "proxy_variables"]

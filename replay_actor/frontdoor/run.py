@@ -19,7 +19,10 @@ This module owns
   needs); the acquisition dies with ``run`` too, since the cursor actor watches this
   process, and the server is gone with the process;
 - signals: SIGINT, SIGTERM and SIGHUP sent to ``run`` are forwarded to the child, and
-  ``run`` goes on until the child exits;
+  ``run`` goes on until the child exits; a record manifest's journal is also folded
+  into the fixture at SIGINT and SIGTERM (``compact()``, in a worker thread while the
+  front door goes on serving), so a run stopped that way leaves a complete fixture on
+  disk even if it is then killed;
 - the exit status, as a shell gives it: the child's, a signal death as 128 + N; 127
   when COMMAND cannot be found, 126 when it cannot be executed (no permission, not an
   executable format, a missing interpreter); then :mod:`.summary`'s rule (4 when a call
@@ -199,11 +202,11 @@ class _Launch:
             namespace.close()
 
 
-async def _run(door: FrontDoor, launch: _Launch) -> int:
+async def _run(door: FrontDoor, launch: _Launch, compact: Callable[[], None] | None) -> int:
     loop = asyncio.get_running_loop()
     # The handlers go in before the child starts: a signal sent to run while the front
     # door starts is the child's too, not run's death (it waits for the child).
-    forwarder = _Forwarder()
+    forwarder = _Forwarder(compact)
     for sig in _FORWARDED:
         loop.add_signal_handler(sig, forwarder.signalled, sig)
     try:
@@ -227,15 +230,24 @@ async def _run(door: FrontDoor, launch: _Launch) -> int:
             loop.remove_signal_handler(sig)
 
 
+_COMPACTING_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Forwarder:
     """Sends each forwarded signal to the child; one that came before the child existed
-    is sent as soon as it does."""
+    is sent as soon as it does. At SIGINT and SIGTERM it also starts ``compact`` (a
+    recorder's) in a worker thread, unless one is still running."""
 
-    def __init__(self) -> None:
+    def __init__(self, compact: Callable[[], None] | None = None) -> None:
         self._proc: asyncio.subprocess.Process | None = None
         self._pending: list[int] = []
+        self._compact = compact
+        self._compacting: asyncio.Future[None] | None = None
 
     def signalled(self, sig: int) -> None:
+        idle = self._compacting is None or self._compacting.done()
+        if self._compact is not None and sig in _COMPACTING_SIGNALS and idle:
+            self._compacting = asyncio.get_running_loop().run_in_executor(None, self._compact)
         if self._proc is None:
             self._pending.append(sig)
         elif self._proc.returncode is None:
@@ -248,9 +260,11 @@ class _Forwarder:
             self.signalled(sig)
 
 
-async def _run_then_close(door: FrontDoor, launch: _Launch) -> int:
+async def _run_then_close(
+    door: FrontDoor, launch: _Launch, compact: Callable[[], None] | None = None
+) -> int:
     try:
-        return await _run(door, launch)
+        return await _run(door, launch, compact)
     finally:
         await door.wait_closed()
 
@@ -307,7 +321,9 @@ def run_command(
         if warning is not None:
             print(warning, file=sys.stderr)
         launch = _Launch(door, command, secret_names(read), chosen)
-        status = asyncio.run(_run_then_close(door, launch))
+        # A recorder's ``compact`` (through the run log's wrapper too), for the signals.
+        compact = getattr(provider, "compact", None) if read.kind == "record" else None
+        status = asyncio.run(_run_then_close(door, launch, compact))
         if launch.refused:
             return status  # nothing ran: nothing to sum up
         print(summary_line(door.outcomes, _snapshot(provider), launch.seal), file=sys.stderr)

@@ -11,7 +11,8 @@ serve``, or ``replay-actor run`` beside its child). :class:`FrontDoor` owns
   uvicorn re-raises a captured SIGTERM after shutdown, which would end ``serve`` with a
   signal instead of exiting 0 after releasing the provider;
 - the random token, and the ready line ``{"url", "openai_base_url",
-  "anthropic_base_url", "gemini_base_url", "token"}``.
+  "anthropic_base_url", "gemini_base_url", "token"}``: a base URL for each family that
+  declares one (``vendors.FAMILIES``, ``ready``).
 
 The base URLs are what each vendor's SDK joins its own paths to: openai posts
 ``{base}/chat/completions`` and ``{base}/responses`` (so its base ends in ``/v1``),
@@ -33,9 +34,9 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from ..attribution.log import RunLog
-from ..integrations._outcomes import Outcomes
-from ..integrations.serving import AsyncServing, FailureHook
+from .._interface import Attributed
+from ..serving import AsyncServing, FailureHook, Outcomes
+from ..vendors import FAMILIES
 from .app import MAX_BODY_BYTES, FrontDoorApp
 from .proxy import ProxyRefusal
 
@@ -59,6 +60,8 @@ _BACKLOG: Final = 4096
 #: How long a shutdown waits for requests in flight before cancelling them (a stalled
 #: client must not keep a finished run alive).
 _GRACE: Final = 5.0
+#: The ready line's base URLs: (key, path below the front door's URL), by family.
+_READY: Final = tuple(family.ready for family in FAMILIES if family.ready)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -169,20 +172,18 @@ class FrontDoor:
         self._task: asyncio.Task[None] | None = None
 
     def _log_blocked(self, host: str) -> None:
-        log = getattr(self._serving.provider, "log", None)
-        if isinstance(log, RunLog):
-            log.refused("blocked", host)
+        # Counted by the proxy; a provider that records where calls came from (the run
+        # log's) is told of the refusal too.
+        provider = self._serving.provider
+        if isinstance(provider, Attributed):
+            provider.refused("blocked", host)
 
     @property
     def info(self) -> dict[str, str]:
-        """The ready line's object: the URL, each SDK's base URL, and the token."""
-        return {
-            "url": self.url,
-            "openai_base_url": self.url + "/v1",
-            "anthropic_base_url": self.url,
-            "gemini_base_url": self.url,
-            "token": self.token,
-        }
+        """The ready line's object: the URL, each SDK's base URL (a family's ``ready``
+        key and path, in the families' order), and the token."""
+        bases = {key: self.url + below for key, below in _READY}
+        return {"url": self.url, **bases, "token": self.token}
 
     async def start(self, listener: socket.socket | None = None) -> None:
         """Start serving; returns once the socket accepts requests. ``listener``: serve

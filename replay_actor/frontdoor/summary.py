@@ -7,11 +7,13 @@ The line, on stderr, always one::
 
     replay-actor: 3 served, 1 missed, 0 exhausted, 0 blocked; fixture sha256:…; sealed (namespace)
 
-- the counts are :class:`~replay_actor.integrations._outcomes.Outcomes`; ``, N invalid``
+- the counts are :class:`~replay_actor.serving.Outcomes`; ``, N invalid``
   and ``, N failed`` follow ``blocked`` only when not zero;
 - then what answered: ``fixture sha256:…`` (the fixture-set hash, docs/fixture-format.md)
   for a replay manifest, ``fixture sha256:… (N recorded)`` for a record manifest (the
   fixture as it is after the run), ``live ADAPTER MODEL`` for a live one;
+- then, for a live or record manifest whose adapter retried calls (a 429, a 5xx, a
+  timeout), ``N retries`` (``1 retry``): only when not zero, as ``invalid``;
 - then the seal: ``sealed (namespace)``, ``sealed (proxy, best-effort)`` or ``not sealed``.
 
 The status: COMMAND's when it is not 0; else 4 when any call failed closed (anything but
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..integrations._outcomes import Kind, Outcomes
+from ..serving import Kind, Outcomes
 
 __all__ = ["EXIT_FAILED_CLOSED", "SEAL_WORDS", "exit_status", "summary_line"]
 
@@ -61,7 +63,16 @@ def summary_line(outcomes: Outcomes, snapshot: Mapping[str, Any] | None, seal: s
     for kind in _SHOWN_WHEN_ANY:
         if outcomes[kind]:
             counts += f", {outcomes[kind]} {kind}"
-    return f"replay-actor: {counts}; {_source(snapshot)}; {SEAL_WORDS[seal]}"
+    retries = _retries(snapshot)
+    return f"replay-actor: {counts}; {_source(snapshot)}{retries}; {SEAL_WORDS[seal]}"
+
+
+def _retries(snapshot: Mapping[str, Any] | None) -> str:
+    """``; N retries`` when the live side retried calls, else nothing."""
+    count = snapshot.get("retries", 0) if snapshot is not None else 0
+    if type(count) is not int or count <= 0:
+        return ""
+    return f"; {count} retr{'y' if count == 1 else 'ies'}"
 
 
 def exit_status(command_status: int, outcomes: Outcomes, *, allow_misses: bool) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx
 
-from .serving import Answer, AsyncServing, Serving
+from ..serving import Answer, AsyncServing, Serving
 
 __all__ = ["AsyncHttpxProviderTransport", "HttpxProviderTransport"]
 

@@ -17,6 +17,8 @@ The mapping follows the OpenAI chat-completions one of docs/sdk.md, so a convers
 hashes alike whether it reached the model through Inspect or through an SDK client. The
 epoch goes into ``scope``: Inspect runs a sample's epochs concurrently, and without it
 identical requests would take a sequence's answers in arrival order (docs/authoring.md).
+The sample's id and epoch name the call's eval row for the run log (``current_row``,
+docs/attribution.md): beside the request, never hashed.
 
 One provider (one acquisition) per ``ModelAPI`` instance; Inspect memoises models, so
 that is one per eval process. It is released when Inspect closes the model, and in any
@@ -44,6 +46,7 @@ from inspect_ai.model import (
     ContentReasoning,
     ContentText,
     GenerateConfig,
+    Logprobs,
     ModelAPI,
     ModelCall,
     ModelOutput,
@@ -59,8 +62,9 @@ from inspect_ai.util._json import json_schema_dump
 
 from .._errors import ManifestError
 from .._interface import Provider
-from .._response import read_response
-from ..vendors._common import canonical_arguments, collapse_content
+from .._response import Unexpressible, read_response
+from ..attribution.row import in_row
+from ..vendors import canonical_arguments, collapse_content
 from ._private import acall_private
 
 __all__ = [
@@ -69,6 +73,7 @@ __all__ = [
     "to_output",
     "to_request",
     "current_epoch",
+    "current_row",
 ]
 
 #: GenerateConfig fields that shape the model's answer, with their neutral ``params`` name
@@ -230,6 +235,17 @@ def current_epoch() -> int | None:
     return value
 
 
+def current_row() -> dict[str, Any] | None:
+    """The eval row of this generate call: ``{"sample": <id>, "epoch": <n>}`` (the run
+    log's ``row``), or None outside a sample."""
+    from inspect_ai.solver._task_state import sample_state
+
+    state = sample_state()
+    if state is None:
+        return None
+    return {"sample": state.sample_id, "epoch": state.epoch}
+
+
 def to_request(
     input: Sequence[ChatMessage],
     tools: Sequence[ToolInfo],
@@ -304,9 +320,23 @@ def to_output(response: Mapping[str, Any], model: str, tools: Sequence[ToolInfo]
         content=content, tool_calls=calls or None, model=model, source="generate"
     )
     choice = ChatCompletionChoice(
-        message=message, stop_reason=stop_reason, stop_details=stop_details
+        message=message,
+        stop_reason=stop_reason,
+        stop_details=stop_details,
+        logprobs=_logprobs(neutral.logprobs),
     )
     return ModelOutput(model=model, choices=[choice], usage=_usage(neutral.usage))
+
+
+def _logprobs(logprobs: dict[str, Any] | None) -> Logprobs | None:
+    """Inspect's ``Logprobs`` for the neutral ones (OpenAI chat's token form, which
+    Inspect's is), so a ``logprobs`` generate config replays what it recorded."""
+    if logprobs is None or not isinstance(logprobs.get("content"), list):
+        return None
+    try:
+        return Logprobs.model_validate({"content": logprobs["content"]})
+    except ValueError:  # pydantic's ValidationError is one
+        raise Unexpressible("the stored logprobs are not token log probabilities") from None
 
 
 # -- the provider -----------------------------------------------------------------------------
@@ -361,7 +391,8 @@ class ReplayModelAPI(ModelAPI):
         # Private mode: a miss is raised afresh, so the provider's frames (whose locals
         # hold the request hash) never reach Inspect's traceback, which shows every
         # frame's locals with INSPECT_TRACEBACK_LOCALS=1.
-        response = await acall_private(lambda: self._provider.acomplete(request))
+        with in_row(current_row()):
+            response = await acall_private(lambda: self._provider.acomplete(request))
         output = to_output(response, self.model_name, tools)
         return output, ModelCall.create(request=request, response=response)
 

@@ -70,7 +70,7 @@ from pydantic_ai.usage import RequestUsage
 from .._errors import RequestError
 from .._interface import Provider
 from .._response import Response, read_response
-from ..vendors._common import canonical_arguments, collapse_content
+from ..vendors import canonical_arguments, collapse_content
 from ._private import acall_private
 
 __all__ = ["ReplayModel", "ReplayStreamedResponse", "to_response"]

@@ -33,6 +33,7 @@ import pytest
 from .._errors import FixtureError, ManifestError, ReplayError, ReplayMiss, SequenceExhausted
 from .._interface import complete_each
 from .._request import RequestLike, request_hash
+from ..attribution.row import in_row
 from ._private import acall_private, call_private
 
 if TYPE_CHECKING:
@@ -240,10 +241,14 @@ class _Counted:
     never reach pytest's report, even with ``--showlocals``.
     """
 
-    def __init__(self, provider: Provider, stats: _Stats, failures: list[str]) -> None:
+    def __init__(
+        self, provider: Provider, stats: _Stats, failures: list[str], test: str | None = None
+    ) -> None:
         self._provider = provider
         self._stats = stats
         self._failures = failures
+        # The test is the call's eval row in a run log (docs/attribution.md).
+        self._row = None if test is None else {"test": test}
 
     def _failed(self, exc: ReplayMiss | SequenceExhausted) -> None:
         if isinstance(exc, ReplayMiss):
@@ -258,7 +263,8 @@ class _Counted:
 
     def complete(self, request: RequestLike) -> dict[str, Any]:
         self._stats.calls += 1
-        answer = call_private(lambda: self._provider.complete(request), self._failed)
+        with in_row(self._row):
+            answer = call_private(lambda: self._provider.complete(request), self._failed)
         self._served(request)
         return answer
 
@@ -267,7 +273,8 @@ class _Counted:
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         self._stats.calls += 1
-        answer = await acall_private(lambda: self._provider.acomplete(request), self._failed)
+        with in_row(self._row):
+            answer = await acall_private(lambda: self._provider.acomplete(request), self._failed)
         self._served(request)
         return answer
 
@@ -324,7 +331,7 @@ def replay_provider(request: pytest.FixtureRequest) -> Iterator[Provider]:
     failures: list[str] = []
     request.node.stash[_FAILURES] = failures
     request.node.stash[_REPORTED] = 0
-    counted = _Counted(provider, stats, failures)
+    counted = _Counted(provider, stats, failures, request.node.nodeid)
     try:
         yield counted
     finally:

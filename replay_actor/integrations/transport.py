@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import httpx2
 
-from .serving import Answer, AsyncServing, Serving
+from ..serving import Answer, AsyncServing, Serving
 
 __all__ = ["AsyncProviderTransport", "ProviderTransport"]
 

@@ -1,32 +1,37 @@
 """The recording provider: replay what the fixture holds, ask the live model for the rest.
 
-A request whose hash the fixture held when the session opened is answered from the
-fixture, with the usual sequence semantics. Every other call goes to the live provider;
-its response is appended to that hash's entry (a repeat turns a single ``response`` into
-a ``responses`` sequence) and returned exactly as it will be replayed (canonical JSON,
-decoded afresh).
+A request whose hash the fixture (with its journal) held when the session opened is
+answered from it, with the usual sequence semantics. Every other call goes to the live
+provider; its response is appended to that hash's entry (a repeat turns a single
+``response`` into a ``responses`` sequence) and returned exactly as it will be replayed
+(canonical JSON, decoded afresh).
 
-Durability, per recorded response, in this order::
+Per recorded answer (docs/manifest.md, "Guarantees and crash recovery")::
 
-    1. build the new fixture in memory and validate it (parse_fixture): a response that
-       cannot be recorded fails the call and changes nothing
-    2. append it to the journal and fsync (``journal.py``)  <- the response is now safe
-    3. replace FIXTURE atomically (``durable.atomic_write``) <- valid at every moment
-    4. append the request to FIXTURE.requests.jsonl (``files/sidecar.py``), so a
-       later miss can be explained; failing that is a warning, the answer is kept
+    1. check it against the ceilings, with every answer before it counted
+       (``ledger.py``: constant time, never the whole table again)
+    2. append it to FIXTURE.journal and fdatasync, many answers per sync
+       (``committer.py``, ``journal.py``)          <- the answer is durable; return it
+    3. its request to FIXTURE.requests.jsonl, a batch per write (the sidecar)
 
-A second recorder of the same fixture fails at once (``durable.take_lock``), and the
-next open of a crashed session's fixture folds its journal in (``journal.py``).
+and, now and then, the journal is folded into the fixture, which is replaced atomically
+(``compaction.py``): at release (by the last recorder out), at ``compact()`` (``run``
+calls it on SIGTERM and SIGINT), when the journal has grown past the fixture's size, and
+when an open finds a crashed session's journal. The fixture on disk is a valid fixture
+at every moment; it lacks the journal's latest answers until the next compaction.
+
+Several recorders (threads, processes) may record one fixture at once: each holds the
+fixture's ``.lock`` shared for its session (``files/durable.py``, ``SessionLock``); they
+share the journal, numbering answers in the order they arrive, and each reads the
+others' answers before checking its own against the ceilings. A recorder answers from
+what the fixture held when it opened, never from what another recorder records since.
 
 A session belongs to the process that opened it. In a fork child the copy is disowned:
 every call raises ``RecordingError``, and its ``release()`` only closes the child's copies
-of the descriptors, so the child can neither record answers the parent's next rewrite
-would drop, nor delete the parent's journal and lock (docs/manifest.md, "Recording and
-fork").
+of the descriptors (docs/manifest.md, "Recording and fork").
 
 In private mode (``data = "private"``) the request hash never appears in a traceback:
-the frames of a call hold it in a ``_RequestHash`` box whose ``repr`` does not show it,
-and a failure to record is raised from a frame that holds no copy of the table.
+the frames of a call hold it in a ``RequestHash`` box whose ``repr`` does not show it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import warnings
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -41,7 +47,6 @@ import msgspec
 
 from .._canonical import canonical_json
 from .._errors import (
-    FixtureError,
     ProviderClosed,
     RecordingError,
     ReplayError,
@@ -51,92 +56,50 @@ from .._errors import (
 from .._interface import ReleasedOnExit, complete_each
 from .._request import RequestLike, canonical_request
 from ..adapters.live import LiveProvider, prepare_request
-from ..files.durable import atomic_write, fsync_dir, release_lock, remove_stale_temps, take_lock
+from ..files.durable import SessionLock, create_empty, fsync_dir, remove_stale_temps
 from ..files.sidecar import SidecarWriter
-from ..fixture import (
-    EXHAUSTED,
-    MISS,
-    Ceilings,
-    Cursors,
-    FixtureSet,
-    load_fixture,
-    parse_fixture,
-    sequence_line,
-    single_line,
-)
-from .journal import Journal, pending_records
+from ..fixture import EXHAUSTED, MISS, Ceilings, Cursors, parse_fixture, read_fixture_bytes
+from .committer import Answer, Committer, RequestHash
+from .compaction import FileFacts, compact, facts_of, fold_legacy, identity
+from .journal import Anchor, JournalContent, JournalFile, changed_outside, is_legacy, pending
+from .ledger import Ledger
 
-__all__ = ["RecordingProvider"]
+__all__ = ["COMPACT_BYTES_VARIABLE", "RecordingProvider"]
 
-#: An entry: a single response's canonical bytes, or a sequence's (a list, in order).
-_Value = bytes | list[bytes]
 _NOT_HELD: Final = object()
+#: The environment variable that sets the journal's size, in bytes, past which it is
+#: compacted while recording (at least; a fixture larger than it is the bound instead).
+COMPACT_BYTES_VARIABLE: Final = "REPLAY_ACTOR_COMPACT_BYTES"
+_COMPACT_BYTES: Final = 8 << 20
 
 
-class _RequestHash:
-    """One call's request hash, held where a traceback cannot show it.
-
-    Reporters print every frame's locals with ``repr`` (``pytest --showlocals``,
-    ``capture_locals``, Sentry); in private mode the hash must not appear there
-    (docs/privacy.md), so the frames of a call hold this box and read ``.value`` only
-    inside expressions.
-    """
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<request hash>"
+def _compact_bytes() -> int:
+    value = os.environ.get(COMPACT_BYTES_VARIABLE, "")
+    return int(value) if value.isdigit() and int(value) > 0 else _COMPACT_BYTES
 
 
-def _prepare(request: RequestLike) -> tuple[_RequestHash, dict[str, Any]]:
+def _prepare(request: RequestLike) -> tuple[RequestHash, dict[str, Any]]:
     value, plain = prepare_request(request)
-    return _RequestHash(value), plain
+    return RequestHash(value), plain
 
 
-# -- the table --------------------------------------------------------------------------------
-
-
-def _append(table: dict[str, _Value], request_hash: str, response: bytes) -> _Value:
-    """The entry's value once ``response`` is recorded for ``request_hash``."""
-    current = table.get(request_hash)
-    if current is None:
-        return response
-    if isinstance(current, bytes):
-        return [current, response]
-    return [*current, response]
-
-
-def _table_of(fixture: FixtureSet) -> dict[str, _Value]:
-    table: dict[str, _Value] = {}
-    for request_hash in fixture.request_hashes():
-        stored = fixture.stored(request_hash)
-        assert stored is not None
-        table[request_hash] = stored if isinstance(stored, bytes) else list(stored)
-    return table
-
-
-def _serialise(table: dict[str, _Value]) -> bytes:
-    """Fixture bytes, one line per entry, sorted by hash (the values are canonical)."""
-    lines: list[bytes] = []
-    for request_hash in sorted(table):
-        value = table[request_hash]
-        if isinstance(value, bytes):
-            lines.append(single_line(request_hash, value))
-        else:
-            lines.append(sequence_line(request_hash, value))
-        lines.append(b"\n")
-    return b"".join(lines)
+def _encoded(response: dict[str, Any]) -> bytes:
+    try:
+        encoded = canonical_json(response)
+    except RequestError:
+        encoded = b""
+    if not encoded:
+        raise RecordingError("the live response cannot be recorded (not canonical JSON)")
+    return encoded
 
 
 class RecordingProvider(ReleasedOnExit):
     """Answers from the fixture when it can, records live answers when it cannot.
 
     Same interface as every provider (``complete``, ``acomplete``, ``snapshot``,
-    ``release``, context manager, ``closed``). Thread-safe: one lock guards the cursors
-    and the files; the live call itself runs outside it.
+    ``release``, context manager, ``closed``), plus ``compact()``. Thread-safe: one lock
+    guards the cursors, another the ledger; the live call and the journal's I/O run
+    outside both.
     """
 
     def __init__(
@@ -149,19 +112,21 @@ class RecordingProvider(ReleasedOnExit):
     ) -> None:
         self._path = os.path.abspath(os.fspath(fixture))
         self._folder = os.path.dirname(self._path)
-        self._lock_path = self._path + ".lock"
-        self._journal = Journal(self._path + ".journal")
+        self._journal_path = self._path + ".journal"
         # The request behind each recorded hash, for explaining later misses.
         self._sidecar = SidecarWriter(self._path)
         self._live = live
         self._private = private
         self._ceilings = Ceilings() if ceilings is None else ceilings
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the cursors, ``_closed``, ``_recorded``
+        self._ledger_lock = threading.Lock()
+        self._compacting = threading.Lock()  # one compaction at a time in this process
+        self._compactor: threading.Thread | None = None
         self._closed = False
         self._recorded = 0
         #: The process that owns the session (a fork child's copy is disowned).
         self._pid = os.getpid()
-        self._lock_fd = -1
+        self._session = SessionLock(self._path + ".lock")
         if not os.path.isdir(self._folder):
             live.release()
             given = os.fspath(fixture)
@@ -170,55 +135,99 @@ class RecordingProvider(ReleasedOnExit):
                 f"(fixture: {given}); create it first"
             )
         try:
-            self._lock_fd = take_lock(self._lock_path)
+            self._session.acquire(self._recover)
         except BaseException:
             live.release()
             raise
         try:
-            self._open_fixture()
+            self._open()
         except BaseException:
-            self._unlock()
+            self._session.release(lambda: None)
             live.release()
             raise
 
     # -- opening and recovery -----------------------------------------------------------
 
-    def _open_fixture(self) -> None:
+    def _recover(self) -> None:
+        """Alone with the fixture: remove what a crash left (temporary files), create
+        a missing fixture, and fold a crashed session's journal into the fixture."""
         remove_stale_temps(self._path)
-        if os.path.lexists(self._path):
-            current = load_fixture(self._path, ceilings=self._ceilings)
+        create_empty(self._path)
+        journal = self._journal_path
+        if not os.path.lexists(journal):
+            return
+        with open(journal, "rb") as file:
+            legacy = is_legacy(file.readline())
+        if legacy:
+            fold_legacy(self._path, journal, self._ceilings)
         else:
-            current = parse_fixture(b"", self._ceilings)
-            atomic_write(self._path, b"")
-        table = _table_of(current)
-        if os.path.lexists(self._journal.path):
-            current, table = self._recover(current, table)
-        self._current = current
-        self._table = table
-        # What the fixture held before this session is answered, never recorded: the
-        # cursors over it are the same semantics as replay's.
-        self._cursors = Cursors(current)
+            compact(self._path, journal, self._ceilings, None)
+        os.unlink(journal)
+        fsync_dir(self._folder)
 
-    def _recover(
-        self, current: FixtureSet, table: dict[str, _Value]
-    ) -> tuple[FixtureSet, dict[str, _Value]]:
-        records = pending_records(self._journal.path, current.fixture_set_hash)
-        for request_hash, response in records:
-            table[request_hash] = _append(table, request_hash, response)
-        data = _serialise(table)
-        try:
-            current = parse_fixture(data, self._ceilings)
-        except FixtureError as exc:
-            reason = exc.reason
-        else:
-            if records:
-                atomic_write(self._path, data)
-            os.unlink(self._journal.path)
-            fsync_dir(self._folder)
-            return current, table
-        raise RecordingError(
-            f"the recording journal {self._journal.path} cannot be folded in ({reason})"
+    def _open(self) -> None:
+        """Load the fixture and the journal's records it lacks (under the shared lock,
+        while other recorders may compact: retried until the pair read is consistent)."""
+        create_empty(self._path)
+        while True:
+            loaded = self._load()
+            if loaded is not None:
+                break
+        facts, ledger, journal = loaded
+        self._facts: FileFacts | None = facts
+        self._ledger = ledger
+        self._journal = journal
+        # What the fixture and journal held when the session opened is answered, never
+        # recorded: the cursors over it are the same semantics as replay's.
+        self._cursors = Cursors(ledger.state())
+        first = Anchor(facts.digest, 0)
+        self._committer = Committer(
+            journal,
+            ledger,
+            guard=self._ledger_lock,
+            first_anchor=lambda: first,
+            sidecar=self._sidecar,
+            after_batch=self._maybe_compact,
         )
+
+    def _load(self) -> tuple[FileFacts, Ledger, JournalFile] | None:
+        before = os.stat(self._path)
+        data = read_fixture_bytes(self._path, self._ceilings.max_file_bytes)
+        st = os.stat(self._path)
+        if identity(st) != identity(before):
+            return None  # replaced while we read it: read it again
+        base = parse_fixture(data, self._ceilings)
+        facts = facts_of(data, st, base.__contains__, len(base))
+        size = len(data) + (0 if facts.ends_with_newline else 1)
+        del data
+        journal = JournalFile(self._journal_path)
+        todo: list[Any] = []
+        if journal.attach():
+            with open(self._journal_path, "rb") as file:
+                if is_legacy(file.readline()):
+                    journal.detach()
+                    raise RecordingError(
+                        f"the recording journal {self._journal_path} was written by an "
+                        "earlier version while other recorders are recording; open the "
+                        "record manifest when no other recorder is, to fold it in"
+                    )
+            records = journal.lock()
+            try:
+                if identity(os.stat(self._path)) != facts.identity:
+                    journal.detach()
+                    return None  # a compaction replaced the fixture meanwhile
+                found = pending(JournalContent(journal.anchors, records), facts.digest)
+            finally:
+                if journal.attached:
+                    journal.unlock()
+            if found is None:
+                journal.detach()
+                raise changed_outside(self._journal_path)
+            todo = found
+        ledger = Ledger(base, size, self._ceilings)
+        for record in todo:
+            ledger.fold(record.request_hash, record.response)
+        return facts, ledger, journal
 
     # -- answering ------------------------------------------------------------------------
 
@@ -231,14 +240,14 @@ class RecordingProvider(ReleasedOnExit):
         if os.getpid() != self._pid:
             raise RecordingError(
                 f"this recording provider belongs to process {self._pid}, which opened it; "
-                "a forked child cannot record into it (the parent owns the fixture, its "
-                "journal and its lock): record in the parent, or open a record provider "
-                "of the child's own on another fixture"
+                "a forked child cannot record into it (the parent owns its session: the "
+                "journal's writer and its lock): record in the parent, or open a record "
+                "provider of the child's own"
             )
         if self._closed:
             raise ProviderClosed("this provider was released")
 
-    def _from_fixture(self, digest: _RequestHash) -> Any:
+    def _from_fixture(self, digest: RequestHash) -> Any:
         """The fixture's answer for a held hash, ``_NOT_HELD`` otherwise."""
         with self._lock:
             self._check_owner()
@@ -249,48 +258,16 @@ class RecordingProvider(ReleasedOnExit):
             raise SequenceExhausted(None if self._private else digest.value)
         return msgspec.json.decode(outcome)  # type: ignore[arg-type]
 
-    def _next_fixture(
-        self, request_hash: str, encoded: bytes
-    ) -> tuple[dict[str, _Value], bytes, FixtureSet] | str:
-        """The table, bytes and parsed fixture once ``encoded`` is recorded, or the
-        reason the loader refuses them (its frame, holding every hash, is gone when the
-        caller raises)."""
-        value = _append(self._table, request_hash, encoded)
-        table = {**self._table, request_hash: value}
-        data = _serialise(table)
-        try:
-            after = parse_fixture(data, self._ceilings)
-        except FixtureError as exc:
-            return exc.reason
-        return table, data, after
-
-    def _record(self, digest: _RequestHash, response: dict[str, Any]) -> dict[str, Any]:
-        """Persist a live answer (journal, then fixture) and return it as replay will."""
-        try:
-            encoded = canonical_json(response)
-        except RequestError:
-            encoded = b""
-        if not encoded:
-            raise RecordingError("the live response cannot be recorded (not canonical JSON)")
+    def _submit(self, answer: Answer) -> None:
         with self._lock:
             if self._closed:
                 raise ProviderClosed("the provider was released before the answer was recorded")
-            built = self._next_fixture(digest.value, encoded)
-            if not isinstance(built, str):
-                table, data, after = built
-                del built
-                base = self._current.fixture_set_hash
-                self._journal.append(base, digest.value, encoded, after.fixture_set_hash)
-                self._table = table
-                self._current = after
-                self._recorded += 1
-                try:
-                    atomic_write(self._path, data)
-                except OSError:
-                    self._journal.keep = True
-                    raise
-                return msgspec.json.decode(encoded)  # type: ignore[no-any-return]
-        raise RecordingError(f"the live response cannot be recorded: it would make {built}")
+            self._committer.submit(answer)
+
+    def _recorded_one(self, encoded: bytes) -> dict[str, Any]:
+        with self._lock:
+            self._recorded += 1
+        return msgspec.json.decode(encoded)  # type: ignore[no-any-return]
 
     def complete(self, request: RequestLike) -> dict[str, Any]:
         """The fixture's answer if the fixture held this request, else a recorded live one."""
@@ -299,23 +276,27 @@ class RecordingProvider(ReleasedOnExit):
         answer = self._from_fixture(digest)
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
-        recorded = self._record(digest, self._live.complete_plain(plain))
-        self._sidecar.append_or_warn(digest.value, canonical_request(plain))
-        return recorded
+        encoded = _encoded(self._live.complete_plain(plain))
+        pending_answer = Answer(digest, encoded, canonical_request(plain))
+        self._submit(pending_answer)
+        pending_answer.wait()
+        return self._recorded_one(encoded)
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
-        """The async form of :meth:`complete`; file work runs in a worker thread."""
+        """The async form of :meth:`complete`: the journal's writer wakes this task, no
+        worker thread is taken per call."""
         self._check_owner()
         digest, plain = _prepare(request)
-        answer = await asyncio.to_thread(self._from_fixture, digest)
+        answer = self._from_fixture(digest)
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
-        response = await self._live.acomplete_plain(plain)
-        recorded = await asyncio.to_thread(self._record, digest, response)
-        await asyncio.to_thread(
-            self._sidecar.append_or_warn, digest.value, canonical_request(plain)
+        encoded = _encoded(await self._live.acomplete_plain(plain))
+        pending_answer = Answer(
+            digest, encoded, canonical_request(plain), asyncio.get_running_loop()
         )
-        return recorded
+        self._submit(pending_answer)
+        await pending_answer.await_settled()
+        return self._recorded_one(encoded)
 
     def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
         """``complete`` for each request in turn: one element per request, the response
@@ -323,11 +304,16 @@ class RecordingProvider(ReleasedOnExit):
         return complete_each(self.complete, requests)
 
     def snapshot(self) -> dict[str, Any]:
-        """The current fixture's safe snapshot plus ``kind``, ``recorded``, the fixture
-        counters and the live provider's; no payload, no hash, no path, no key."""
+        """The fixture's safe snapshot as the fixture and its journal hold it (what the
+        next compaction will write) plus ``kind``, ``recorded``, the fixture counters
+        and the live provider's; no payload, no hash, no path, no key."""
         live = self._live.snapshot()
+        if os.getpid() == self._pid and not self._closed:
+            self._committer.catch_up()
+        with self._ledger_lock:
+            state = self._ledger.state()
+        snap = state.snapshot()  # the set hash, outside the lock: the writer goes on
         with self._lock:
-            snap = self._current.snapshot()
             snap.update(
                 kind="record",
                 recorded=self._recorded,
@@ -336,19 +322,74 @@ class RecordingProvider(ReleasedOnExit):
                 adapter=live["adapter"],
                 model=live["model"],
                 calls=live["calls"],
+                retries=live.get("retries", 0),
             )
         return snap
 
+    # -- compaction ---------------------------------------------------------------------
+
+    def compact(self) -> None:
+        """Fold the journal into the fixture now (``run`` does on SIGTERM and SIGINT):
+        waits for the answers being written, then compacts. A journal that cannot be
+        folded is kept, with a warning. Does nothing once released."""
+        if os.getpid() != self._pid or self._closed:
+            return
+        self._committer.flush()
+        self._compact_once()
+
+    def _compact_once(self) -> None:
+        with self._compacting:
+            try:
+                self._facts = compact(self._path, self._journal_path, self._ceilings, self._facts)
+            except (RecordingError, OSError) as exc:
+                warnings.warn(
+                    f"the recording journal was not folded into the fixture ({exc}); it is "
+                    "kept, and every answer in it is safe",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+
+    def _maybe_compact(self, journal_size: int) -> None:
+        """After a batch (in the writer thread): start a compaction in the background
+        once the journal is larger than the fixture (and the lower bound)."""
+        if journal_size < _compact_bytes():
+            return
+        try:
+            if journal_size < os.stat(self._path).st_size:
+                return
+        except OSError:
+            return
+        with self._lock:
+            if self._closed or (self._compactor is not None and self._compactor.is_alive()):
+                return
+            self._compactor = threading.Thread(
+                target=self._compact_once, name="replay-actor-compaction", daemon=True
+            )
+            self._compactor.start()
+
     # -- closing --------------------------------------------------------------------------
 
-    def _unlock(self) -> None:
-        if self._lock_fd >= 0:
-            release_lock(self._lock_path, self._lock_fd)
-            self._lock_fd = -1
+    def _fold_and_remove(self) -> None:
+        """The last recorder out: fold the journal into the fixture and remove it."""
+        if not os.path.lexists(self._journal_path):
+            return
+        try:
+            compact(self._path, self._journal_path, self._ceilings, self._facts)
+        except (RecordingError, OSError) as exc:
+            warnings.warn(
+                f"the recording journal was not folded into the fixture at release ({exc}); "
+                "it is kept, and the next open of the record manifest folds it",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return
+        os.unlink(self._journal_path)
+        fsync_dir(self._folder)
 
     def release(self) -> None:
-        """Finish the session: the fixture is already complete, so the journal goes;
-        the lock is dropped and the live provider closed. Idempotent.
+        """Finish the session: every answer submitted is written, the request sidecar
+        made durable, the journal folded into the fixture by the last recorder out (and
+        removed), the lock dropped and the live provider closed. Idempotent.
 
         In a fork child it only closes the child's copies of the journal and lock
         descriptors: the files, the lock and the connections are the parent's."""
@@ -356,20 +397,26 @@ class RecordingProvider(ReleasedOnExit):
             # No lock taken: a parent thread may have held it at the fork.
             if not self._closed:
                 self._closed = True
-                self._journal.disown()
-                if self._lock_fd >= 0:
-                    os.close(self._lock_fd)
-                    self._lock_fd = -1
+                self._journal.detach()
+                self._session.disown()
             return
         with self._lock:
             if self._closed:
                 return
             self._closed = True
+            compactor = self._compactor
+        try:
+            self._committer.close()
+            if compactor is not None:
+                compactor.join()
             try:
-                self._journal.finish()
-            finally:
-                self._unlock()
-        self._live.release()
+                self._sidecar.sync()
+            except (ReplayError, OSError) as exc:
+                warnings.warn(f"the request sidecar was not synced: {exc}", RuntimeWarning, 2)
+            self._journal.detach()
+            self._session.release(self._fold_and_remove)
+        finally:
+            self._live.release()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

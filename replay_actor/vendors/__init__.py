@@ -1,13 +1,18 @@
-"""The vendor shapes: the one place a vendor's wire format is read or written, behind one
-contract (:class:`Vendor`) and one registry (docs/sdk.md, "The mapping").
+"""The vendor shapes: the one place a vendor's wire format is read or written, one folder
+per vendor family, each declaring one record (docs/sdk.md, "The mapping").
 
-Each vendor API is a module (or package) of this package holding one class that
-satisfies :class:`Vendor`; :data:`REGISTRY` names it. It is the one list of shapes for
-replay, live and record alike: the transports (``integrations/serving.py``), the front
-door and the CLI's ``--from`` find vendors here and nowhere else, and every registered
-shape is a built-in live adapter under its name (``adapters/builtin.py`` makes it from the
-shape's ``live`` endpoint, ``to_body`` and ``from_response``). A new vendor shape is a
-new module plus one registry line::
+A family's folder holds a module per API its SDKs speak (a *shape*: its functions and
+routes, from which a :class:`Shape` is made) and, in its ``__init__.py``, its
+:class:`Family` record: its shapes, which are served together, how its paths and headers
+are recognised, its hosts, its ready-line key, ``run``'s variables for its clients, its
+SDK client names.
+:data:`FAMILIES` is the one list of families; everything else is derived from it:
+:data:`REGISTRY` of shape names (``api=`` of the transports, ``--from`` of the CLI,
+``adapter =`` of a manifest, every one a built-in live adapter, ``adapters/builtin.py``),
+the served-with groups (:func:`served_with`), the vendor a path looks like
+(``serving/_routes.py``), the ready line (``frontdoor/server.py``), ``run``'s
+environment (``frontdoor/environment.py``) and the package's lazy SDK client names
+(:func:`client_names`). A new vendor is its folder and one line in ``_FAMILY_FOLDERS``::
 
     SDK body --read_body--> VendorCall(neutral request, how to answer)
     provider.complete(request) --> response dict --read_response--> Response
@@ -17,139 +22,118 @@ new module plus one registry line::
 
 ::
 
-    _common.py    rules every shape shares (arguments, one-text-part content, refusals)
-    _endpoint.py  LiveEndpoint: where a shape's live adapter sends a request
-    _turns.py     a conversation as alternating turns (Anthropic's, Gemini's live bodies)
-    _unstreamed.py  Unstreamed: the stream body of a shape never streamed (its JSON)
-    openai.py     chat completions
-    anthropic.py  messages
-    openai_responses/  the Responses API (its memory of served responses included)
-    gemini/       generateContent
-    _vectors.py   embedding vectors: stored ones read, float32 base64 both ways
-    _counting.py  token counting: a chat body of kind count_tokens, its input_tokens
-    openai_embeddings.py       /v1/embeddings (float and base64 from one entry)
-    openai_completions.py      legacy /v1/completions (kind completion)
-    openai_input_tokens.py     /v1/responses/input_tokens (kind count_tokens)
-    anthropic_count_tokens.py  /v1/messages/count_tokens (kind count_tokens)
-    gemini_embed.py            :embedContent, :batchEmbedContents (kind embedding)
-    gemini_count_tokens.py     :countTokens (kind count_tokens)
-    ollama/       Ollama's /api/chat, /api/generate, /api/embed (NDJSON streams)
+    _family.py      Family, Variables: the record a family declares
+    _shape.py       Shape: one vendor API's mapping as one value
+    _common.py      rules every shape shares (arguments, one-text-part content, refusals)
+    _endpoint.py    LiveEndpoint: where a shape's live adapter sends a request
+    _turns.py       a conversation as alternating turns (Anthropic's, Gemini's live bodies)
+    _unstreamed.py  unstreamed: the stream body of a shape never streamed (its JSON)
+    _vectors.py     embedding texts and vectors: float32 base64 both ways
+    _counting.py    token counting: a chat body of kind count_tokens, its input_tokens
+    openai/         chat completions, Responses, embeddings, completions, input tokens
+    anthropic/      messages, count_tokens
+    gemini/         generateContent, embeddings, countTokens
+    ollama/         /api/chat, /api/generate, /api/embed (NDJSON streams)
+    cohere/         v2 chat
 
 A chat shape's ``live`` endpoint lists, in ``kinds``, the shape that asks each other
 request kind live (docs/request.md, "Request kinds"), so one ``openai`` adapter records
 chat, embeddings, completions and token counts alike.
 
-A ``Vendor`` object is made per serving provider (:func:`make_vendor`), so a shape that
-must remember what it served (the Responses API's ``previous_response_id``) keeps that
-memory per provider, in memory, and nowhere else.
+A shape that must remember what it served (the Responses API's
+``previous_response_id``) is made afresh per serving provider (:func:`make_vendor`), so
+it keeps that memory per provider, in memory, and nowhere else.
+
+The public face of the package: what other packages use is named here (the shared
+rules included), never imported from a private module of ``vendors/``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-import re
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from collections.abc import Callable
+from typing import Final, cast
 
-if TYPE_CHECKING:
-    from .._response import Response
-    from ._common import VendorCall
-    from ._endpoint import LiveEndpoint
+from ._common import (
+    MalformedResponse,
+    VendorCall,
+    canonical_arguments,
+    collapse_content,
+    identifier,
+    refuse_unfaithful,
+)
+from ._endpoint import EndpointOption, LiveEndpoint
+from ._family import Family, Variables
+from ._shape import Shape, ShapeModule
 
-__all__ = ["REGISTRY", "Vendor", "make_vendor", "served_with", "vendor_names"]
+__all__ = [
+    "FAMILIES",
+    "REGISTRY",
+    "EndpointOption",
+    "Family",
+    "LiveEndpoint",
+    "MalformedResponse",
+    "Shape",
+    "Variables",
+    "Vendor",
+    "VendorCall",
+    "canonical_arguments",
+    "client_names",
+    "collapse_content",
+    "identifier",
+    "make_vendor",
+    "refuse_unfaithful",
+    "served_with",
+    "vendor_names",
+]
 
+#: What callers annotate a vendor shape with: a :class:`Shape`.
+Vendor = Shape
 
-class Vendor(Protocol):
-    """One vendor API's mapping to and from the neutral request and response."""
+#: The families, one folder each, one line each. Their order is the order of
+#: :data:`REGISTRY` (each family's own shape first, then the others) and of the ready
+#: line; the first is the family a request nobody recognises is answered as.
+_FAMILY_FOLDERS: Final = (
+    "openai",
+    "anthropic",
+    "gemini",
+    "ollama",
+    "cohere",
+)
 
-    @property
-    def name(self) -> str:
-        """The registry name (``openai``, ``anthropic``, ...): ``api=`` of the transports,
-        ``--from`` of the CLI, ``adapter =`` of a manifest."""
-        ...
-
-    @property
-    def routes(self) -> tuple[re.Pattern[str], ...]:
-        """``POST`` paths this API answers, matched with ``search`` against the URL path."""
-        ...
-
-    # Optional: ``paths``, a tuple of what a user reads for the routes
-    # ("POST /v1/chat/completions"), listed by a 404 (serving.py reads it with getattr,
-    # so a shape without it still serves; its 404 then names the API instead). Every
-    # registered shape has it (tests/test_endpoint_routes.py holds them to it).
-
-    @property
-    def live(self) -> LiveEndpoint:
-        """Where its live adapter sends a request (base URL, path, how the key travels,
-        keys of its own); ``adapters/builtin.py`` makes the adapter from it, ``to_body``
-        and ``from_response``."""
-        ...
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        """The neutral request and call options for a decoded request body (``path``, the
-        URL path it was posted to, may carry the model or the streaming choice).
-        Raises ``RequestError`` naming the field it cannot replay."""
-        ...
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        """The vendor's JSON answer for a neutral response."""
-        ...
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        """The same answer as the vendor's server-sent events, so its SDK's stream helper
-        rebuilds exactly :meth:`response_body`."""
-        ...
-
-    def error_body(self, kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
-        """The vendor's error envelope, which its SDK raises as its own exception."""
-        ...
-
-    def to_body(self, request: dict[str, Any], model: str) -> dict[str, Any]:
-        """The live request body for a plain normalised neutral request."""
-        ...
-
-    def from_response(self, data: Any) -> dict[str, Any]:
-        """The neutral response dict for a live answer (``MalformedResponse`` if not the
-        vendor's shape)."""
-        ...
+#: Every family's record (reading them imports no mapping code).
+FAMILIES: Final[tuple[Family, ...]] = tuple(
+    importlib.import_module(f"{__name__}.{folder}").FAMILY for folder in _FAMILY_FOLDERS
+)
 
 
-#: name -> "module:class", imported on first use (a vendor's module is only loaded when
-#: it is asked for).
-REGISTRY: Final[dict[str, str]] = {
-    "openai": "replay_actor.vendors.openai:OpenAIChat",
-    "anthropic": "replay_actor.vendors.anthropic:AnthropicMessages",
-    "openai-responses": "replay_actor.vendors.openai_responses:OpenAIResponses",
-    "gemini": "replay_actor.vendors.gemini:GeminiGenerateContent",
-    "openai-embeddings": "replay_actor.vendors.openai_embeddings:OpenAIEmbeddings",
-    "openai-completions": "replay_actor.vendors.openai_completions:OpenAICompletions",
-    "openai-input-tokens": "replay_actor.vendors.openai_input_tokens:OpenAIInputTokens",
-    "anthropic-count-tokens": "replay_actor.vendors.anthropic_count_tokens:AnthropicCountTokens",
-    "gemini-embed": "replay_actor.vendors.gemini_embed:GeminiEmbed",
-    "gemini-count-tokens": "replay_actor.vendors.gemini_count_tokens:GeminiCountTokens",
-    "ollama": "replay_actor.vendors.ollama:OllamaChat",
-    "ollama-generate": "replay_actor.vendors.ollama:OllamaGenerate",
-    "ollama-embed": "replay_actor.vendors.ollama:OllamaEmbed",
-}
+def _registry() -> dict[str, str]:
+    rows = [
+        (folder, shape)
+        for index in (0, 1)  # every family's own shape, then the rest of each
+        for folder, family in zip(_FAMILY_FOLDERS, FAMILIES, strict=True)
+        for shape in (family.shapes[:1] if index == 0 else family.shapes[1:])
+    ]
+    return {name: f"{__name__}.{folder}.{target}" for folder, (name, target) in rows}
 
 
-#: The APIs one vendor SDK speaks at one base URL: a transport for ``api="openai"`` answers
-#: the OpenAI SDK's chat completions and its Responses API alike.
+#: name -> "module" or "module:function", imported on first use (a vendor's module is
+#: only loaded when it is asked for): the module defines the shape
+#: (:class:`~._shape.ShapeModule`), or the function makes one (a shape that remembers
+#: what it served). Made from :data:`FAMILIES`.
+REGISTRY: Final[dict[str, str]] = _registry()
+
+#: The APIs one vendor SDK speaks at one base URL, by family: a transport for
+#: ``api="openai"`` answers the OpenAI SDK's chat completions and its Responses API alike.
 _SERVED_WITH: Final[dict[str, tuple[str, ...]]] = {
-    "openai": (
-        "openai",
-        "openai-responses",
-        "openai-embeddings",
-        "openai-completions",
-        "openai-input-tokens",
-    ),
-    "anthropic": ("anthropic", "anthropic-count-tokens"),
-    "gemini": ("gemini", "gemini-embed", "gemini-count-tokens"),
-    "ollama": ("ollama", "ollama-generate", "ollama-embed"),
+    family.name: tuple(name for name, _ in family.shapes) for family in FAMILIES
 }
 
 
 def served_with(name: str) -> tuple[str, ...]:
-    """The vendor APIs a transport for ``name`` answers (``name`` first)."""
+    """The vendor APIs a transport for ``name`` answers (``name`` first): a family's
+    every shape, or the one shape ``name``."""
     return _SERVED_WITH.get(name, (name,))
 
 
@@ -158,13 +142,26 @@ def vendor_names() -> tuple[str, ...]:
     return tuple(REGISTRY)
 
 
-def make_vendor(name: str) -> Vendor:
-    """A fresh :class:`Vendor` for ``name``; ``ValueError`` naming the known ones."""
+def client_names() -> dict[str, str]:
+    """Every family's SDK client names -> the family (``replay_actor``'s lazy names)."""
+    return {client: family.name for family in FAMILIES for client in family.clients}
+
+
+def make_vendor(name: str) -> Shape:
+    """The :class:`Shape` registered as ``name`` (a fresh one for a shape that remembers
+    what it served); ``ValueError`` naming the known ones."""
     where = REGISTRY.get(name)
     if where is None:
         known = ", ".join(repr(n) for n in REGISTRY)
         raise ValueError(f"api must be one of {known}, not {name!r}")
     module, _, attr = where.partition(":")
-    factory: Any = getattr(importlib.import_module(module), attr)
-    made: Vendor = factory()
-    return made
+    if not attr:
+        return _defined_by(module, name)
+    made: Shape | Callable[[], Shape] = getattr(importlib.import_module(module), attr)
+    return made if isinstance(made, Shape) else made()
+
+
+@functools.cache
+def _defined_by(module: str, name: str) -> Shape:
+    """The shape a module defines, made once (it keeps no state)."""
+    return Shape.of(cast("ShapeModule", importlib.import_module(module)), name)

@@ -15,6 +15,7 @@ and frameworks, so they live in one place:
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -31,7 +32,9 @@ __all__ = [
     "arguments_object",
     "canonical_arguments",
     "collapse_content",
+    "echoed_model",
     "error_envelope",
+    "identifier",
     "read_tools",
     "refuse_unfaithful",
     "response_id",
@@ -59,6 +62,7 @@ NOT_HASHED: Final = frozenset(
     }
 )
 _TEXT_PART_KEYS: Final = frozenset({"type", "text"})
+_IDENTIFIER: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
 
 def canonical_arguments(text: str) -> str:
@@ -114,6 +118,14 @@ def response_id(response: Response, prefix: str) -> str:
     return prefix + hashlib.sha256(canonical_json(msgspec.to_builtins(response))).hexdigest()[:24]
 
 
+def identifier(value: Any) -> str:
+    """``value`` quoted when it is a short identifier (a type name, an id), for an error
+    message; anything else could be a payload and is not repeated."""
+    if type(value) is str and _IDENTIFIER.match(value):
+        return repr(value)
+    return "(not an identifier)"
+
+
 def error_envelope(kind: str, message: str, nearest: dict[str, Any] | None) -> dict[str, Any]:
     """OpenAI's error object (``{"error": {message, type, param, code}}``), which the
     OpenAI-shaped APIs share; ``nearest`` (docs/authoring.md) rides beside the message."""
@@ -144,6 +156,12 @@ class VendorCall(msgspec.Struct, frozen=True):
     answer_as: str = ""
 
 
+def echoed_model(call: VendorCall | str) -> str:
+    """The model an answer echoes: the call's, or ``call`` itself when an answer is asked
+    for with only the model (a caller that has no call)."""
+    return call if isinstance(call, str) else call.model
+
+
 def vendor_call(
     body: dict[str, Any],
     request: dict[str, Any],
@@ -166,27 +184,45 @@ def vendor_call(
     )
 
 
-def refuse_unfaithful(fields: Mapping[str, Any], where: str = "", *, stream: bool = False) -> None:
+def _not_one(n: Any) -> bool:
+    # ``True == 1`` in Python: a bool is not the count 1, whatever the equality says.
+    return n is not None and (type(n) is bool or n != 1)
+
+
+#: What a neutral response cannot hold: (field, whether a value asks for it, what the
+#: refusal names), in the order they are checked. A shape that says logprobs (OpenAI
+#: chat's, the Responses API's) skips the two logprobs rows.
+_LOGPROBS: Final = frozenset({"logprobs", "top_logprobs"})
+_UNFAITHFUL: Final[tuple[tuple[str, Callable[[Any], bool], str], ...]] = (
+    ("n", _not_one, "n other than 1"),
+    ("logprobs", lambda value: value not in (None, False), "logprobs"),
+    ("top_logprobs", lambda value: value is not None, "top_logprobs"),
+    ("audio", lambda value: value is not None, "audio output"),
+    (
+        "modalities",
+        lambda value: value is not None and value != ["text"],
+        "modalities other than ['text']",
+    ),
+)
+
+
+def refuse_unfaithful(
+    fields: Mapping[str, Any], where: str = "", *, stream: bool = False, logprobs: bool = False
+) -> None:
     """Raise ``RequestError`` naming the first field asking for something a neutral
-    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs``, ``audio``,
-    output ``modalities`` other than text (and ``stream`` itself when ``stream`` is set:
-    the live adapters answer whole messages).
+    response cannot hold: ``n`` other than 1, ``logprobs``/``top_logprobs`` (unless
+    ``logprobs``: the shape says them, OpenAI chat's and Responses), ``audio``, output
+    ``modalities`` other than text (and ``stream`` itself when ``stream`` is set: the
+    live adapters answer whole messages).
 
     Replaying or recording such a request would silently drop what the caller asked for.
     """
-    n = fields.get("n")
-    # ``True == 1`` in Python: a bool is not the count 1, whatever the equality says.
-    if n is not None and (type(n) is bool or n != 1):
-        raise RequestError(f"{where}n other than 1 cannot be replayed or recorded")
-    if fields.get("logprobs") not in (None, False):
-        raise RequestError(f"{where}logprobs cannot be replayed or recorded")
-    if fields.get("top_logprobs") is not None:
-        raise RequestError(f"{where}top_logprobs cannot be replayed or recorded")
-    if fields.get("audio") is not None:
-        raise RequestError(f"{where}audio output cannot be replayed or recorded")
-    modalities = fields.get("modalities")
-    if modalities is not None and modalities != ["text"]:
-        raise RequestError(f"{where}modalities other than ['text'] cannot be replayed or recorded")
+    for field, asks, what in _UNFAITHFUL:
+        if logprobs and field in _LOGPROBS:
+            continue
+        if asks(fields.get(field)):
+            shape = " in this API's shape" if field in _LOGPROBS else ""
+            raise RequestError(f"{where}{what} cannot be replayed or recorded{shape}")
     if stream and "stream" in fields:
         raise RequestError(f"{where}stream cannot be set in params (the adapter owns it)")
 

@@ -15,7 +15,7 @@ from .._kinds import COUNT_TOKENS
 from .._response import Response, Unexpressible
 from ._common import MalformedResponse, VendorCall
 
-__all__ = ["chat_body", "counted", "live_count", "stored_count"]
+__all__ = ["chat_body", "count_answer", "counted", "live_count", "stored_count"]
 
 
 def counted(call: VendorCall) -> VendorCall:
@@ -43,6 +43,16 @@ def stored_count(response: Response) -> int:
     if response.input_tokens is None:
         raise Unexpressible("the stored response holds no input_tokens")
     return response.input_tokens
+
+
+def count_answer(key: str, **fixed: str) -> Callable[[Response, VendorCall], dict[str, Any]]:
+    """A counting shape's ``response_body``: the stored count under ``key``, after the
+    ``fixed`` fields the vendor's answer carries (OpenAI's ``object``)."""
+
+    def answer(response: Response, call: VendorCall) -> dict[str, Any]:
+        return {**fixed, key: stored_count(response)}
+
+    return answer
 
 
 def live_count(data: Any, key: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ that body: its bytes are the shape's ``response_body`` encoded, written once her
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -14,18 +15,18 @@ import msgspec
 from .._response import Response
 from ._common import VendorCall
 
-__all__ = ["Unstreamed"]
+__all__ = ["unstreamed"]
 
 _encode: Final = msgspec.json.encode
 
 
-class Unstreamed:
-    """Base of a shape answered only as JSON: ``stream_body`` is ``response_body``'s bytes."""
+def unstreamed(
+    answer: Callable[[Response, VendorCall], dict[str, Any]],
+) -> Callable[[Response, VendorCall], bytes]:
+    """The ``stream_body`` of a shape whose ``response_body`` is ``answer``: the JSON
+    answer's bytes (never streamed by the vendor, the JSON answer is the only form)."""
 
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        """The vendor's JSON answer; every subclass writes its own."""
-        raise NotImplementedError
+    def streamed(response: Response, call: VendorCall) -> bytes:
+        return _encode(answer(response, call))
 
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        # Never streamed by the vendor: the JSON answer is the only form.
-        return _encode(self.response_body(response, call))
+    return streamed

@@ -1,6 +1,7 @@
-"""Embedding vectors, shared by every embedding shape (docs/embeddings.md): reading the
-stored vectors of a neutral response, float32 little-endian base64 both ways, and a live
-answer's vectors checked.
+"""Embedding texts and vectors, shared by every embedding shape (docs/embeddings.md): the
+texts of an ``input`` (a string or an array of strings: OpenAI's and Ollama's), reading
+the stored vectors of a neutral response, float32 little-endian base64 both ways, and a
+live answer's vectors checked.
 
 A vector is stored as JSON numbers. One recorded from base64 holds each float32 exactly
 (a float32 is exactly a double), so packing it again as float32 gives the recorded bytes:
@@ -15,10 +16,25 @@ import math
 import struct
 from typing import Any
 
+from .._errors import RequestError
 from .._response import Response, Unexpressible
 from ._common import MalformedResponse
 
-__all__ = ["float32_base64", "from_base64", "live_vector", "stored_vectors"]
+__all__ = ["float32_base64", "from_base64", "live_vector", "read_texts", "stored_vectors"]
+
+
+def read_texts(value: Any, where: str = "input") -> list[str]:
+    """A string or an array of strings as the texts to embed; ``RequestError`` else."""
+    if type(value) is str:
+        return [value]
+    if type(value) is not list or not value:
+        raise RequestError(f"{where} must be a string or a non-empty array of strings")
+    for i, item in enumerate(value):
+        if type(item) is not str:
+            raise RequestError(
+                f"{where}[{i}] must be a string (token arrays cannot be replayed or recorded)"
+            )
+    return list(value)
 
 
 def stored_vectors(response: Response, texts: int) -> list[list[float]]:

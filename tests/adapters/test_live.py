@@ -355,6 +355,7 @@ def test_snapshot_and_release(chat: ChatServer, key_env: str) -> None:
         "model": "test-model",
         "calls": 2,
         "failures": 0,
+        "retries": 0,
     }
     llm.release()
     llm.release()

@@ -90,7 +90,7 @@ def test_a_scoped_sample_diverges_at_its_call_with_the_paths(
     )
     code, out = _compare(capsys, str(base), str(cand))
     assert code == 1
-    assert 'sample {"sample":2}: diverged at call 3' in out
+    assert 'sample {"sample":2} "q2": diverged at call 3' in out
     assert 'messages[5].content: "three" → "THREE"' in out
     code, out = _compare(capsys, str(base), str(cand), "--json")
     document = json.loads(out)
@@ -104,7 +104,7 @@ def test_a_scoped_sample_diverges_at_its_call_with_the_paths(
     }
     assert document["histogram"] == {"3": 1}
     diverged = [s for s in document["samples"] if s["status"] == "diverged"]
-    assert [(s["sample"], s["call"]) for s in diverged] == [('{"sample":2}', 3)]
+    assert [(s["sample"], s["call"]) for s in diverged] == [('{"sample":2} "q2"', 3)]
     assert diverged[0]["differences"] == [
         {"path": "messages[5].content", "baseline": "three", "candidate": "THREE"}
     ]
@@ -122,8 +122,8 @@ def test_unscoped_calls_group_by_conversation_lineage(
     assert code == 1
     samples = json.loads(out)["samples"]
     assert [(s["sample"], s["status"], s["call"]) for s in samples] == [
-        ("conversation 1", "identical", None),
-        ("conversation 2", "diverged", 3),
+        ('"qa"', "identical", None),
+        ('"qb"', "diverged", 3),
     ]
     assert [d["path"] for d in samples[1]["differences"]] == ["messages[5].content"]
 
@@ -136,17 +136,17 @@ def test_fewer_extra_and_missed_samples(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 1
     statuses = {s["sample"]: (s["status"], s["call"]) for s in json.loads(out)["samples"]}
     assert statuses == {
-        '{"sample":1}': ("identical", None),
-        '{"sample":2}': ("fewer", 3),
-        '{"sample":3}': ("identical", None),
-        '{"sample":4}': ("extra", 1),
+        '{"sample":1} "q1"': ("identical", None),
+        '{"sample":2} "q2"': ("fewer", 3),
+        '{"sample":3} "q3"': ("identical", None),
+        '{"sample":4} "q4"': ("extra", 1),
     }
     # The same requests, but the candidate's fixture lacks one: "missed" at that call.
     base = _log(tmp_path, "b2.log", one)
     cand = _log(tmp_path, "c2.log", one, unanswered=1)
     code, out = _compare(capsys, str(base), str(cand))
     assert code == 1
-    assert 'sample {"sample":1}: missed at call 2' in out
+    assert 'sample {"sample":1} "q1": missed at call 2' in out
     assert "(miss)" in out
 
 
@@ -227,13 +227,16 @@ def test_conversations_within_one_scope_pair_by_first_request(
     cand = _log(tmp_path, "cand.log", [b[0], b[1], a[0], b[2], a[1], a[2]])
     code, out = _compare(capsys, str(base), str(cand), "--json")
     assert code == 0, out
-    assert [s["sample"] for s in json.loads(out)["samples"]] == ['{"epoch":1}', '{"epoch":1} #2']
+    assert [s["sample"] for s in json.loads(out)["samples"]] == [
+        '{"epoch":1} "qa"',
+        '{"epoch":1} "qb"',
+    ]
     changed = [epoch(r) for r in _conversation("qa", change="else")]
     cand = _log(tmp_path, "cand2.log", [b[0], changed[0], b[1], changed[1], b[2], changed[2]])
     code, out = _compare(capsys, str(base), str(cand), "--json")
     assert code == 1
     different = [s for s in json.loads(out)["samples"] if s["status"] != "identical"]
-    assert [(s["sample"], s["call"]) for s in different] == [('{"epoch":1}', 3)]
+    assert [(s["sample"], s["call"]) for s in different] == [('{"epoch":1} "qa"', 3)]
 
 
 def test_rejected_bytes_never_cross_and_the_page_escapes_every_value(
@@ -269,4 +272,4 @@ def test_a_call_without_messages_joins_its_scopes_sample(
     code, out = _compare(capsys, str(base), str(cand), "--json")
     assert code == 0, out
     (sample,) = json.loads(out)["samples"]
-    assert (sample["sample"], sample["baseline_calls"]) == ('{"sample":1}', 4)
+    assert (sample["sample"], sample["baseline_calls"]) == ('{"sample":1} "q1"', 4)

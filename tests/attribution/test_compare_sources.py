@@ -14,7 +14,7 @@ import pytest
 
 from replay_actor import request_hash
 from replay_actor.cli import main
-from replay_actor.integrations.serving import Call, Exchange
+from replay_actor.serving import Call, Exchange
 from tests.support.frontdoor_util import run_cli, serving, write_fixture
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
@@ -115,12 +115,22 @@ def test_the_pytest_plugin_logs_through_the_manifest(
             """
         )
     )
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:deepeval", "-p", "no:asyncio"
+    )
     result.assert_outcomes(passed=1)
     plugin_log = pytester.path / "plugin.log"
-    assert len(plugin_log.read_text().splitlines()) == 2
-    assert _compare(plugin_log, _in_process(pytester.path)) == 0
+    lines = [json.loads(line) for line in plugin_log.read_text().splitlines()]
+    # The test is the calls' eval row: one sample, however many calls it makes.
+    assert [line["row"] for line in lines] == [{"test": "test_app.py::test_calls"}] * 2
+    first_run = plugin_log.rename(pytester.path / "first.log")
+    Path(str(plugin_log) + ".requests.jsonl").rename(pytester.path / "first.log.requests.jsonl")
+    pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly").assert_outcomes(passed=1)
     capsys.readouterr()
+    assert _compare(first_run, plugin_log) == 0
+    out = capsys.readouterr().out
+    (sample,) = json.loads(out[out.index("{") :])["samples"]
+    assert (sample["sample"], sample["baseline_calls"]) == ("test_app.py::test_calls", 2)
 
 
 def test_inspect_logs_through_the_manifest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -312,7 +312,7 @@ def test_the_log_and_the_serving_summary_classify_a_failure_alike() -> None:
     # The serving summary's kind is derived from the run log's word: one classification.
     from replay_actor._errors import ActorLost, RequestError
     from replay_actor.attribution.provider import outcome_word
-    from replay_actor.integrations.serving import outcome_of
+    from replay_actor.serving import outcome_of
 
     cases = [
         (ReplayMiss(None), "miss", "missed"),

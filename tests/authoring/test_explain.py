@@ -175,15 +175,28 @@ def test_among_equal_prefixes_fewest_paths_wins(fixture: Path) -> None:
     assert nearest is not None and nearest.request_hash == request_hash(one)
 
 
-def test_ties_go_to_the_smallest_hash_whatever_the_order(tmp_path: Path) -> None:
+def test_ties_go_to_the_nearest_whole_request_then_the_smallest_bytes(tmp_path: Path) -> None:
+    # One differing path each: the request that differs least wins, whatever the order
+    # (the same question with a sentence added, against another question of the eval).
+    asked = variant()
+    asked["messages"][1]["content"] = "What is the capital of France? Answer briefly."
+    same = variant()
+    same["messages"][1]["content"] = "What is the capital of France?"
+    other = variant()
+    other["messages"][1]["content"] = "What is the capital of Italy?"
+    # An exact tie on distance (one character each) goes to the smaller canonical bytes.
     a = variant(params={"temperature": 0.3})
     b = variant(params={"temperature": 0.4})
-    expected = min(request_hash(a), request_hash(b))
-    for order, name in (((a, b), "ab"), ((b, a), "ba")):
-        fixture = tmp_path / f"{name}.jsonl"
-        record(fixture, *order)
-        nearest = find_nearest(sidecar_path(fixture), BASE)
-        assert nearest is not None and nearest.request_hash == expected
+    for wanted, candidates, expected in (
+        (asked, (same, other), same),
+        (BASE, (a, b), a),
+    ):
+        for order in (candidates, candidates[::-1]):
+            fixture = tmp_path / f"{request_hash(order[0])[7:15]}.jsonl"
+            record(fixture, *order)
+            nearest = find_nearest(sidecar_path(fixture), wanted)
+            assert nearest is not None and nearest.request_hash == request_hash(expected)
+            Path(sidecar_path(fixture)).unlink()
 
 
 def test_known_limits_the_candidates_to_the_fixtures_entries(fixture: Path) -> None:
@@ -342,7 +355,12 @@ def test_a_symbolic_link_is_refused(fixture: Path, tmp_path: Path) -> None:
 def test_the_ranking_matches_a_brute_force_one(tmp_path: Path) -> None:
     """The pruned ranking (byte comparisons, lower bounds) names the same request as
     scoring every line in full, over many random near-variants."""
-    from replay_actor.authoring.nearest import differences, split_request
+    from replay_actor.authoring.nearest import (
+        canonical_bytes,
+        differences,
+        request_distance,
+        split_request,
+    )
     from replay_actor.files.sidecar import read_sidecar
 
     rng = random.Random(12)
@@ -376,10 +394,12 @@ def test_the_ranking_matches_a_brute_force_one(tmp_path: Path) -> None:
                 and split.messages[shared] == wanted.messages[shared]
             ):
                 shared += 1
-            scored.append((-shared, len(differences(split, wanted)), digest))
+            paths = len(differences(split, wanted))
+            distance = request_distance(split, wanted)
+            scored.append((-shared, paths, distance, canonical_bytes(split), digest))
         nearest = find_nearest(sidecar_path(fixture), request)
         assert nearest is not None
-        assert nearest.request_hash == min(scored)[2]
+        assert nearest.request_hash == min(scored)[-1]
         assert len(nearest.differences) == min(scored)[1]
 
 

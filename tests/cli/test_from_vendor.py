@@ -11,7 +11,7 @@ import pytest
 
 from replay_actor import entry_line, request_hash
 from replay_actor.cli import main
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai import chat as vendor_openai
 
 OPENAI_BODY: dict[str, Any] = {
     "model": "gpt-4.1-mini",
@@ -109,7 +109,7 @@ def test_vendor_fields_that_cannot_be_replayed_are_named(
 
 def test_from_needs_a_known_vendor(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     body = _write(tmp_path / "o.json", OPENAI_BODY)
-    code, _, err = run(capsys, "hash", "--from", "cohere", body)
+    code, _, err = run(capsys, "hash", "--from", "mistral", body)
     assert code == 2 and "invalid choice" in err
     code, _, err = run(capsys, "stub", "--content", "x")
     assert code == 2 and "REQUEST_HASH" in err

@@ -11,9 +11,9 @@ import pytest
 
 from replay_actor import RequestError, anthropic_client, entry_line, openai_client, request_hash
 from replay_actor._response import Response, Unexpressible, read_response
-from replay_actor.vendors import anthropic as vendor_anthropic
 from replay_actor.vendors import make_vendor, vendor_names
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.anthropic import messages as vendor_anthropic
+from replay_actor.vendors.openai import chat as vendor_openai
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.usefixtures("no_leaks")
 
 EXAMPLE = ROOT / "examples" / "attribution"
 PATH = "messages[5].content"
+#: The sample the candidate changed, named by its scope and its question.
+SAMPLE = '{"sample":2} "Is it warm in Oslo?"'
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -67,7 +69,8 @@ def test_text_names_exactly_the_diverged_sample_call_and_path(compared: Path) ->
     out = done.stdout
     assert "samples: 3: 2 identical, 1 diverged, 0 missed, 0 fewer calls, 0 extra calls" in out
     samples = [line for line in out.splitlines() if line.startswith("sample ")]
-    assert samples == ['sample {"sample":2}: diverged at call 3 (baseline 3 calls, candidate 3)']
+    assert samples == [f"sample {SAMPLE}: diverged at call 3: {PATH}"]
+    assert "  (baseline 3 calls, candidate 3)" in out
     paths = [line.strip() for line in out.splitlines() if line.startswith("    messages")]
     assert "      3 ####" in out  # the histogram: one sample diverged at call 3
     assert paths == [
@@ -82,9 +85,7 @@ def test_json_names_exactly_the_diverged_sample_call_and_path(compared: Path) ->
     document = json.loads(done.stdout)
     assert document["histogram"] == {"3": 1}
     different = [s for s in document["samples"] if s["status"] != "identical"]
-    assert [(s["sample"], s["status"], s["call"]) for s in different] == [
-        ('{"sample":2}', "diverged", 3)
-    ]
+    assert [(s["sample"], s["status"], s["call"]) for s in different] == [(SAMPLE, "diverged", 3)]
     assert different[0]["candidate"]["outcome"] == "miss"
     assert different[0]["differences"] == [
         {
@@ -105,7 +106,7 @@ def test_html_is_self_contained_and_names_the_same(compared: Path) -> None:
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
     text = " ".join("".join(parser.parts).split())
-    assert 'sample {"sample":2}: diverged at call 3' in text
+    assert f"sample {SAMPLE}: diverged at call 3" in text
     assert text.count("diverged at call") == 1
     assert PATH in text and '\\"temperature\\": 46' in text
 
@@ -141,6 +142,6 @@ def test_html_in_headless_chromium(compared: Path) -> None:
     parser = _Text()
     parser.feed(done.stdout)
     text = " ".join("".join(parser.parts).split())
-    assert 'sample {"sample":2}: diverged at call 3' in text
+    assert f"sample {SAMPLE}: diverged at call 3" in text
     assert PATH in text
     assert "Summary: 3 samples" in text

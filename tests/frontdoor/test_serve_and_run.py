@@ -70,11 +70,13 @@ def test_ready_line_names_every_base_url_and_serve_exits_0_on_sigterm(greeting: 
             "openai_base_url",
             "anthropic_base_url",
             "gemini_base_url",
+            "cohere_base_url",
             "token",
         }
         assert info["url"].startswith("http://127.0.0.1:")
         assert info["openai_base_url"] == info["url"] + "/v1"
         assert info["anthropic_base_url"] == info["gemini_base_url"] == info["url"]
+        assert info["cohere_base_url"] == info["url"]
         assert len(info["token"]) >= 32
         # The vendor SDK joins its own path to the base URL.
         client = openai.OpenAI(base_url=info["openai_base_url"], api_key=info["token"])

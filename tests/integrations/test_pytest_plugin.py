@@ -49,7 +49,9 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *args)
+    # deepeval (the evals extra) brings its own plugin and pytest-asyncio's: not ours.
+    quiet = ("-p", "no:deepeval", "-p", "no:asyncio")
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:randomly", *quiet, *args)
 
 
 @pytest.mark.timeout(120)

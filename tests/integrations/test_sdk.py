@@ -39,8 +39,8 @@ from replay_actor._response import read_response
 from replay_actor.files.sidecar import SidecarWriter
 from replay_actor.fixture import entry_line
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
-from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors._common import response_id
+from replay_actor.vendors.openai import chat as vendor_openai
 from tests.support.conversation import (
     ANTHROPIC_TOOLS,
     ANTHROPIC_TURN1,
@@ -473,8 +473,6 @@ def test_exhausted_sequence_is_a_404_asked_once(counted: Counting) -> None:
     ("extra", "field"),
     [
         ({"n": 2}, "n other than 1"),
-        ({"logprobs": True}, "logprobs"),
-        ({"top_logprobs": 3, "logprobs": False}, "top_logprobs"),
         ({"modalities": ["text", "audio"]}, "modalities"),
         ({"audio": {"voice": "alloy", "format": "wav"}}, "audio"),
     ],

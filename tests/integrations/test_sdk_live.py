@@ -186,13 +186,12 @@ def test_record_through_anthropic_replay_through_openai(
     assert answer.usage.total_tokens == 6
 
 
-@pytest.mark.parametrize("field", ["n", "logprobs", "audio"])
+@pytest.mark.parametrize("field", ["n", "audio"])
 def test_live_refuses_unfaithful_fields_before_sending(
     chat: ChatServer, key_env: str, tmp_path: Path, field: str
 ) -> None:
     extras: dict[str, dict[str, Any]] = {
         "n": {"n": 3},
-        "logprobs": {"logprobs": True},
         "audio": {"audio": {"voice": "alloy", "format": "wav"}, "modalities": ["text", "audio"]},
     }
     extra = extras[field]

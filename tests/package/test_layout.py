@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,8 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ("providers and wire shapes", frozenset({"adapters", "record", "vendors"})),
     ("authoring", frozenset({"authoring"})),
     ("attribution", frozenset({"attribution"})),
+    # The HTTP exchange: never the manifest, the front door, the SDK glue or the CLI.
+    ("serving", frozenset({"serving"})),
     ("public replay entry points", frozenset({"_replay"})),
     ("manifest", frozenset({"manifest"})),
     ("integrations", frozenset({"integrations", "frontdoor", "pydantic_ai", "ray"})),
@@ -94,7 +97,7 @@ def _lazy_names() -> dict[str, str]:
     """The package's lazily resolved names -> the module that defines each."""
     import replay_actor
 
-    table: dict[str, str] = replay_actor._LOCATIONS
+    table: Mapping[str, str] = replay_actor._LOCATIONS
     return {name: f"replay_actor.{module}" for name, module in table.items()}
 
 
@@ -317,8 +320,6 @@ NOT_MIRRORS: dict[str, str] = {
 #: (``replay_actor/`` relative; one on disk is enough).
 MIRRORS: dict[str, tuple[str, ...]] = {
     "core": ("_request.py", "_canonical.py", "_kinds.py", "_memo.py", "_strict_json.py"),
-    # The HTTP exchange moves out of integrations/ into serving/.
-    "serving": ("serving/", "integrations/serving.py"),
 }
 
 

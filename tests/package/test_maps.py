@@ -171,7 +171,16 @@ def test_the_test_map_matches_the_disk() -> None:
 
 
 #: Where the repository names a test file as the proof of a claim.
-CITING = ("README.md", "Makefile", "pyproject.toml", "docs", "examples", "benchmarks", "tests")
+CITING = (
+    "README.md",
+    "Makefile",
+    "pyproject.toml",
+    "docs",
+    "examples",
+    "benchmarks",
+    "tests",
+    "replay_actor",
+)
 _TEST_FILE = re.compile(r"(?<![\w/.])tests/[\w/]+\.py\b")
 
 

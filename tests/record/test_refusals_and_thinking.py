@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from replay_actor import load_fixture, open_provider, request_hash
-from replay_actor.vendors.anthropic import to_body
+from replay_actor.vendors.anthropic.messages import to_body
 from tests.support.chat_server import ChatServer, JSONHandler, LoopbackServer
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]

@@ -16,7 +16,7 @@ import pytest
 
 from replay_actor import anthropic_client, async_openai_client, openai_client, request_hash
 from replay_actor.fixture import entry_line
-from replay_actor.integrations.batches._page import Paging, page
+from replay_actor.serving.batches._page import Paging, page
 from tests.support.frontdoor_util import replay_manifest, serving
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(180)]

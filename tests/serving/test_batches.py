@@ -19,7 +19,7 @@ import pytest
 
 from replay_actor import anthropic_client, async_openai_client, openai_client, request_hash
 from replay_actor.fixture import entry_line
-from replay_actor.integrations.batches.store import Store
+from replay_actor.serving.batches.store import Store
 from tests.support.anthropic_server import AnthropicServer
 from tests.support.chat_server import ChatServer
 from tests.support.frontdoor_util import record_manifest, replay_manifest, run_cli, serving, summary
@@ -390,8 +390,8 @@ def test_every_line_and_a_failed_batch_count_in_the_run_summary(tmp_path: Path) 
     import httpx2
 
     from replay_actor import open_provider
-    from replay_actor.integrations._outcomes import Outcomes
     from replay_actor.integrations.transport import ProviderTransport
+    from replay_actor.serving import Outcomes
 
     outcomes = Outcomes()
     provider = open_provider(_fixture(tmp_path))

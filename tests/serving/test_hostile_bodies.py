@@ -23,7 +23,7 @@ from replay_actor.integrations.httpx_transport import (
     HttpxProviderTransport,
 )
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.openai import chat as vendor_openai
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(120)]
 

@@ -20,8 +20,8 @@ import openai
 import pytest
 from google import genai
 
-from replay_actor.integrations._routes import canonical_path, looks_like
-from replay_actor.integrations.serving import Exchange
+from replay_actor.serving import Exchange
+from replay_actor.serving._routes import canonical_path, looks_like
 from replay_actor.vendors import make_vendor, vendor_names
 from tests.support.frontdoor_util import (
     neutral_hash,

@@ -10,8 +10,8 @@ from typing import Any
 
 from replay_actor import request_hash
 from replay_actor._interface import complete_each
-from replay_actor.vendors import anthropic as vendor_anthropic
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.anthropic import messages as vendor_anthropic
+from replay_actor.vendors.openai import chat as vendor_openai
 
 MODEL = "gpt-test"
 

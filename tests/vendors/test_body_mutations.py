@@ -22,8 +22,8 @@ import httpx2
 import pytest
 
 from replay_actor import RequestError, open_provider, request_hash
-from replay_actor.integrations.serving import Serving
 from replay_actor.integrations.transport import ProviderTransport
+from replay_actor.serving import Serving
 from replay_actor.vendors import make_vendor, vendor_names
 
 TOOL = {"type": "object", "properties": {"city": {"type": "string"}}}

@@ -366,7 +366,7 @@ def test_private_misses_carry_no_hash_and_no_text(tmp_path: Path) -> None:
 
 def test_gemini_single_embed_content_is_answered_in_its_own_form(tmp_path: Path) -> None:
     from replay_actor import open_provider
-    from replay_actor.integrations.serving import Serving
+    from replay_actor.serving import Serving
 
     asked = {"kind": "embedding", "model": "text-embedding-004", "texts": ["ab"], "dimensions": 2}
     fixture = tmp_path / "f.jsonl"
@@ -421,7 +421,7 @@ def test_litellm_embedding_replays_under_run(tmp_path: Path) -> None:
 
 
 def test_every_new_path_routes_to_its_shape() -> None:
-    from replay_actor.integrations.serving import Exchange
+    from replay_actor.serving import Exchange
 
     exchange = Exchange(None)
     routes = {

@@ -15,10 +15,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from replay_actor import RequestError, request_hash
-from replay_actor.vendors import anthropic as vendor_anthropic
-from replay_actor.vendors import openai as vendor_openai
-from replay_actor.vendors.openai_responses import OpenAIResponses
-from replay_actor.vendors.openai_responses import to_body as responses_to_body
+from replay_actor.vendors.anthropic import messages as vendor_anthropic
+from replay_actor.vendors.openai import chat as vendor_openai
+from replay_actor.vendors.openai.responses import remembering as OpenAIResponses
+from replay_actor.vendors.openai.responses import to_body as responses_to_body
 
 text = st.text(max_size=20)
 json_leaf = st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | text

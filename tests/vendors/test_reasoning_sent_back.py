@@ -30,10 +30,10 @@ from replay_actor import (
 from replay_actor._request import canonical_request
 from replay_actor._response import Reasoning
 from replay_actor.adapters.live import prepare_request
-from replay_actor.vendors import anthropic as vendor_anthropic
-from replay_actor.vendors import gemini as vendor_gemini
-from replay_actor.vendors import openai as vendor_openai
-from replay_actor.vendors import openai_responses as vendor_responses
+from replay_actor.vendors.anthropic import messages as vendor_anthropic
+from replay_actor.vendors.gemini import generate as vendor_gemini
+from replay_actor.vendors.openai import chat as vendor_openai
+from replay_actor.vendors.openai import responses as vendor_responses
 from tests.support.anthropic_server import THINKING, AnthropicServer
 from tests.support.gemini_server import SIGNATURE, THOUGHT, GeminiServer
 from tests.support.responses_server import REASONING_ITEM, ResponsesServer

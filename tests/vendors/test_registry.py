@@ -8,6 +8,7 @@ points absent or stale, and a shape added with one registry line (here a made-up
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.metadata
 import json
@@ -30,23 +31,21 @@ from replay_actor.adapters.base import (
 from replay_actor.adapters.builtin import VendorAdapter, builtin_adapter
 from replay_actor.vendors import REGISTRY, Vendor, make_vendor, vendor_names
 from replay_actor.vendors._endpoint import EndpointOption, LiveEndpoint
-from replay_actor.vendors.anthropic import AnthropicMessages
-from replay_actor.vendors.gemini import GeminiGenerateContent
-from replay_actor.vendors.openai import OpenAIChat
-from replay_actor.vendors.openai_responses import OpenAIResponses
+from replay_actor.vendors._shape import ShapeModule
+from replay_actor.vendors.anthropic import messages as anthropic_messages
+from replay_actor.vendors.gemini import generate as gemini_generate
+from replay_actor.vendors.openai import chat as openai_chat
+from replay_actor.vendors.openai.responses import remembering
 from tests.support.chat_server import ChatServer
 from tests.support.paths import ROOT
 
 KEY_VAR = "REPLAY_ACTOR_TEST_ACME_KEY"
 SECRET_KEY = "acme-test-SECRET-7d1e"
 
-# mypy --strict checks that every shipped shape satisfies the Vendor protocol.
-_TYPED: Final[tuple[Vendor, ...]] = (
-    OpenAIChat(),
-    AnthropicMessages(),
-    OpenAIResponses(),
-    GeminiGenerateContent(),
-)
+# mypy --strict checks that every shipped shape keeps the contract: its module
+# (a ShapeModule), or what its factory makes (a Vendor).
+_TYPED: Final[tuple[ShapeModule, ...]] = (openai_chat, anthropic_messages, gemini_generate)
+_MADE: Final[Vendor] = remembering()
 
 
 def _expected_url(endpoint: LiveEndpoint, model: str) -> str:
@@ -129,29 +128,31 @@ def test_an_unknown_adapter_lists_every_builtin_even_without_metadata(
 # -- one registry line: replay, live and record ----------------------------------------------
 
 
-class AcmeChat(OpenAIChat):
-    """A made-up vendor shape: OpenAI's chat wire under another name, route and key
-    header, with a key of its own sent as a header."""
-
-    name: Final = "acme"  # type: ignore[misc]
-    routes: Final = (re.compile(r"/acme/chat/?$"),)  # type: ignore[misc]
-    paths: Final = ("POST /acme/chat",)  # type: ignore[misc]
-    live: Final = LiveEndpoint(  # type: ignore[misc]
+#: A made-up vendor shape: OpenAI's chat wire under another name, route and key
+#: header, with a key of its own sent as a header.
+ACME: Final = dataclasses.replace(
+    make_vendor("openai"),
+    name="acme",
+    routes=(re.compile(r"/acme/chat/?$"),),
+    paths=("POST /acme/chat",),
+    live=LiveEndpoint(
         adapter="AcmeAdapter",
         shape="an acme answer",
         base_url="https://acme.invalid/v1",
         path="/chat/completions",
         key_header="x-acme-key",
         options=(EndpointOption("acme_tier", "free", header="x-acme-tier"),),
-    )
+    ),
+)
 
 
 @pytest.fixture
 def acme(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setitem(REGISTRY, "acme", f"{__name__}:AcmeChat")
+    monkeypatch.setitem(REGISTRY, "acme", f"{__name__}:ACME")
     monkeypatch.setenv(KEY_VAR, SECRET_KEY)
     yield "acme"
-    # Only the made-up shape's class goes: the others stay the classes tests imported.
+    # Only the made-up shape's adapter class goes: the others stay the classes tests
+    # imported.
     builtin._MADE.pop("acme", None)
 
 
@@ -200,12 +201,17 @@ def test_an_added_shape_checks_its_own_keys(acme: str) -> None:
 
 
 def test_a_shape_routed_elsewhere_never_lists_the_paths_it_inherited() -> None:
-    from replay_actor.integrations._routes import described
+    from replay_actor.serving._routes import described
 
-    class Elsewhere(OpenAIChat):
-        name: Final = "elsewhere"  # type: ignore[misc]
-        routes: Final = (re.compile(r"/elsewhere/?$"),)  # type: ignore[misc]
-
-    assert described([Elsewhere()]) == ["the elsewhere API"]
-    assert described([AcmeChat()]) == ["POST /acme/chat"]
-    assert described([OpenAIChat()]) == list(OpenAIChat.paths)
+    # A shape made from another with routes of its own cannot keep the paths it no
+    # longer routes: it is refused, and without paths it is listed by name.
+    with pytest.raises(ValueError, match="lists 'POST /v1/chat/completions'"):
+        dataclasses.replace(
+            make_vendor("openai"), name="elsewhere", routes=(re.compile(r"/elsewhere/?$"),)
+        )
+    elsewhere = dataclasses.replace(
+        make_vendor("openai"), name="elsewhere", routes=(re.compile(r"/elsewhere/?$"),), paths=()
+    )
+    assert described([elsewhere]) == ["the elsewhere API"]
+    assert described([ACME]) == ["POST /acme/chat"]
+    assert described([make_vendor("openai")]) == list(openai_chat.PATHS)

@@ -12,8 +12,8 @@ import openai
 import pytest
 
 from replay_actor import Tool, anthropic_client, open_provider, openai_client, request_hash
-from replay_actor.vendors import anthropic as vendor_anthropic
-from replay_actor.vendors import openai as vendor_openai
+from replay_actor.vendors.anthropic import messages as vendor_anthropic
+from replay_actor.vendors.openai import chat as vendor_openai
 from tests.support.anthropic_server import AnthropicServer
 from tests.support.chat_server import ChatServer
 

@@ -1,72 +1,54 @@
-"""Google Gemini ``generateContent`` <-> the neutral request and response (docs/gemini.md).
+"""The Google Gemini family: ``generateContent``, embeddings and token counting
+(docs/gemini.md).
 
-This package is the one place the Gemini API's shapes are read or written::
+::
 
-    request.py  a google-genai request body (POST .../models/{model}:generateContent or
-                :streamGenerateContent) -> the neutral request (read_body)
-    answer.py   the neutral response -> a GenerateContentResponse (response_body), its
-                server-sent chunks (stream_body), Google's error envelope (error_body)
-    live.py     the neutral request -> a live body (to_body), the live answer -> the
-                neutral response (from_response), and where the gemini adapter sends it
-    _fields.py  what every direction shares: the route, parameter names, derived call ids
-
-The neutral request is the OpenAI-like one of docs/request.md, so one conversation sent
-through google-genai and through the OpenAI SDK hashes alike wherever both can say it:
-``systemInstruction`` is a leading system message, ``model`` turns are assistant
-messages, ``functionCall`` parts are ``tool_calls`` (``args`` as RFC 8785 text),
-``functionResponse`` parts are tool messages, ``topP`` is ``params.top_p`` and
-``maxOutputTokens`` is ``params.max_tokens``. Gemini's function calls need not carry an
-id; the neutral ones always do, so an absent id is derived from the call itself
-(:func:`derived_call_id`), the same way wherever the call is read, and left out again
-wherever the call is written.
+    generate.py      generateContent and streamGenerateContent: the shape
+    request.py       a google-genai request body -> the neutral request (read_body)
+    answer.py        the neutral response -> a GenerateContentResponse, its server-sent
+                     chunks, Google's error envelope
+    live.py          the neutral request -> a live body, the live answer -> the neutral
+                     response, and where the gemini adapter sends it
+    _fields.py       what every direction shares: the route, parameter names, derived
+                     call ids
+    embed.py         :embedContent, :batchEmbedContents (kind embedding)
+    count_tokens.py  :countTokens (kind count_tokens)
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
-from ..._response import Response
-from .._common import VendorCall
-from ._fields import NAME, ROUTE, derived_call_id
-from .answer import error_body, response_body, stream_body
-from .live import LIVE, from_response, to_body
-from .request import read_body
+from .._family import Family, Variables
 
-__all__ = [
-    "LIVE",
-    "NAME",
-    "ROUTE",
-    "GeminiGenerateContent",
-    "derived_call_id",
-    "error_body",
-    "from_response",
-    "read_body",
-    "response_body",
-    "stream_body",
-    "to_body",
-]
+__all__ = ["FAMILY"]
 
-
-class GeminiGenerateContent:
-    """The :class:`~replay_actor.vendors.Vendor` for Gemini's ``generateContent``."""
-
-    name: Final = NAME
-    routes: Final = (ROUTE,)
-    paths: Final = (
-        "POST /v1beta/models/{model}:generateContent",
-        "POST /v1beta/models/{model}:streamGenerateContent",
-    )
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body, path)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call.model)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call.model)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+FAMILY: Final = Family(
+    name="gemini",
+    shapes=(
+        ("gemini", "generate"),
+        ("gemini-embed", "embed"),
+        ("gemini-count-tokens", "count_tokens"),
+    ),
+    hosts=("generativelanguage.googleapis.com",),
+    # Google's versioned paths, and models/{model}:method.
+    paths=r"^/(?:upload/)?v1(?:alpha|beta)\d*/|/models/[^/]+(?::|%3[Aa])",
+    # google-genai's GET /v1/models/{model} is spelled like OpenAI's: its key header
+    # says whose envelope to answer in.
+    headers=("x-goog-api-key",),
+    # google-genai posts {base}/{version}/models/{model}:generateContent.
+    ready=("gemini_base_url", ""),
+    variables=Variables(
+        base_urls=(
+            ("GOOGLE_GEMINI_BASE_URL", ""),
+            # LiteLLM's gemini/ posts {base}/models/{model}:generateContent.
+            ("GEMINI_API_BASE", "/v1beta"),
+        ),
+        keys=("GEMINI_API_KEY",),
+        # @ai-sdk/google has no base-URL variable (its baseURL option).
+        unredirected=("GOOGLE_GENERATIVE_AI_API_KEY",),
+        credentials=("GOOGLE_API_KEY",),
+        switches=("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE"),
+    ),
+    clients=("gemini_client", "async_gemini_client"),
+)

@@ -15,7 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from ..._response import Response
-from .._common import arguments_object, canonical_arguments
+from .._common import VendorCall, arguments_object, canonical_arguments, echoed_model
 from .._common import response_id as _response_id
 from ._fields import NAME, derived_call_id
 
@@ -101,13 +101,14 @@ def _envelope(
     return out
 
 
-def response_body(response: Response, model: str) -> dict[str, Any]:
-    """The ``GenerateContentResponse`` answering with the stored neutral response."""
+def response_body(response: Response, call: VendorCall | str) -> dict[str, Any]:
+    """The ``GenerateContentResponse`` answering ``call`` (or only its model) with the
+    stored neutral response."""
     thoughts, parts = _answer_parts(response)
-    return _envelope(response, model, thoughts + parts, last=True)
+    return _envelope(response, echoed_model(call), thoughts + parts, last=True)
 
 
-def stream_body(response: Response, model: str) -> bytes:
+def stream_body(response: Response, call: VendorCall | str) -> bytes:
     """The same answer as ``:streamGenerateContent?alt=sse`` chunks (each ``data:`` line
     a whole ``GenerateContentResponse``; no end marker): the thoughts, then the text,
     then the function calls with the finish reason and usage, so the concatenated chunks
@@ -116,6 +117,7 @@ def stream_body(response: Response, model: str) -> bytes:
     text = [p for p in parts if "text" in p]
     calls = [p for p in parts if "text" not in p]
     groups = [group for group in (thoughts, text, calls) if group] or [[]]
+    model = echoed_model(call)
     chunks = [
         b"data: "
         + _encode(_envelope(response, model, group, last=n == len(groups) - 1))

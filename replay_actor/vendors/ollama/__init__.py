@@ -1,6 +1,8 @@
-"""Ollama's native API <-> the neutral requests and responses (docs/ollama.md).
+"""The Ollama family: its native API <-> the neutral requests and responses
+(docs/ollama.md).
 
-Three shapes, each a :class:`~replay_actor.vendors.Vendor` with its registry line::
+Three shapes, each a module of the shape's functions and routes (its registry name in
+``FAMILY``)::
 
     _wire.py     what the three share: options -> params, ``format`` -> response_format,
                  NDJSON lines, the usage counts, the error envelope, the live endpoint
@@ -17,8 +19,28 @@ the same adapter (its endpoint's ``kinds``).
 
 from __future__ import annotations
 
-from .chat import OllamaChat
-from .embed import OllamaEmbed
-from .generate import OllamaGenerate
+from typing import Final
 
-__all__ = ["OllamaChat", "OllamaEmbed", "OllamaGenerate"]
+from .._family import Family, Variables
+
+__all__ = ["FAMILY"]
+
+FAMILY: Final = Family(
+    name="ollama",
+    shapes=(
+        ("ollama", "chat"),
+        ("ollama-generate", "generate"),
+        ("ollama-embed", "embed"),
+    ),
+    # Ollama's cloud; a local server is any host (127.0.0.1:11434 by default).
+    hosts=("ollama.com",),
+    # /api/ is many servers' prefix: asked after every family's headers.
+    loose_paths=r"^/api/",
+    variables=Variables(
+        # ollama (Python and JS) posts {host}/api/chat.
+        base_urls=(("OLLAMA_HOST", ""),),
+        # ollama (Python) sends it as a bearer token.
+        keys=("OLLAMA_API_KEY",),
+    ),
+    clients=("ollama_client", "async_ollama_client"),
+)

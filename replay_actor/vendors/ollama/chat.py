@@ -41,13 +41,21 @@ from ._wire import (
 
 __all__ = [
     "LIVE",
-    "OllamaChat",
+    "PATHS",
+    "ROUTES",
+    "STREAM_TYPE",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
     "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/api/chat/?$"),)
+PATHS: Final = ("POST /api/chat",)
+#: Ollama streams newline-delimited JSON.
+STREAM_TYPE: Final = NDJSON
 
 _encode: Final = msgspec.json.encode
 _OWNED: Final = NOT_HASHED | {"messages", "tools", "format", "options"}
@@ -98,7 +106,7 @@ def _tools(raw: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral chat request for an ``/api/chat`` body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -216,26 +224,3 @@ LIVE: Final = live_endpoint(
     "/api/chat",
     kinds=(("completion", "ollama-generate"), ("embedding", "ollama-embed")),
 )
-
-
-class OllamaChat:
-    """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/chat``."""
-
-    name: Final = "ollama"
-    routes: Final = (re.compile(r"/api/chat/?$"),)
-    paths: Final = ("POST /api/chat",)
-    live: Final = LIVE
-    stream_content_type: Final = NDJSON
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)

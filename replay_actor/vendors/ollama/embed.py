@@ -15,24 +15,29 @@ from ..._errors import RequestError
 from ..._kinds import EMBEDDING
 from ..._response import Response
 from .._common import MalformedResponse, VendorCall
-from .._unstreamed import Unstreamed
-from .._vectors import live_vector, stored_vectors
-from ..openai_embeddings import read_texts
+from .._unstreamed import unstreamed
+from .._vectors import live_vector, read_texts, stored_vectors
 from ._wire import NOT_HASHED, error_body, live_endpoint, live_options, live_usage, read_options
 
 __all__ = [
     "LIVE",
-    "OllamaEmbed",
+    "PATHS",
+    "ROUTES",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
+    "stream_body",
     "to_body",
 ]
+
+ROUTES: Final = (re.compile(r"/api/embed/?$"),)
+PATHS: Final = ("POST /api/embed",)
 
 _OWNED: Final = NOT_HASHED | {"input", "dimensions", "options"}
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral embedding request for an ``/api/embed`` body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
@@ -89,20 +94,5 @@ def from_response(data: Any) -> dict[str, Any]:
 LIVE: Final = live_endpoint("OllamaEmbedAdapter", "Ollama embeddings", "/api/embed")
 
 
-class OllamaEmbed(Unstreamed):
-    """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/embed``."""
-
-    name: Final = "ollama-embed"
-    routes: Final = (re.compile(r"/api/embed/?$"),)
-    paths: Final = ("POST /api/embed",)
-    live: Final = LIVE
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)
+#: Never streamed by the vendor: the JSON answer's bytes.
+stream_body = unstreamed(response_body)

@@ -31,7 +31,10 @@ from ._wire import (
 
 __all__ = [
     "LIVE",
-    "OllamaGenerate",
+    "PATHS",
+    "ROUTES",
+    "STREAM_TYPE",
+    "error_body",
     "from_response",
     "read_body",
     "response_body",
@@ -39,23 +42,30 @@ __all__ = [
     "to_body",
 ]
 
+ROUTES: Final = (re.compile(r"/api/generate/?$"),)
+PATHS: Final = ("POST /api/generate",)
+#: Ollama streams newline-delimited JSON.
+STREAM_TYPE: Final = NDJSON
+
 _OWNED: Final = NOT_HASHED | {"prompt", "format", "options"}
 _REFUSED: Final = ("context", "images")
+#: Keys that never reach ``params``: the ones the mapping owns and the refused ones
+#: (present only when empty).
+_UNHASHED: Final = _OWNED | frozenset(_REFUSED)
 
 
-def read_body(body: Any) -> VendorCall:
+def read_body(body: Any, path: str = "") -> VendorCall:
     """The neutral completion request for an ``/api/generate`` body."""
     if type(body) is not dict:
         raise RequestError("the request body must be a JSON object")
-    for key in _REFUSED:
-        if body.get(key):
-            raise RequestError(f"{key} cannot be replayed or recorded")
+    refused = [key for key in _REFUSED if body.get(key)]
+    if refused:
+        raise RequestError(f"{refused[0]} cannot be replayed or recorded")
     prompt = body.get("prompt", "")
     if type(prompt) is not str:
         raise RequestError("prompt must be a string")
     request: dict[str, Any] = {"kind": COMPLETION, "prompt": prompt}
-    params = {k: v for k, v in body.items() if k not in _OWNED and v is not None}
-    params = {k: v for k, v in params.items() if k not in _REFUSED}
+    params = {k: v for k, v in body.items() if k not in _UNHASHED and v is not None}
     response_format = read_format(body.get("format"))
     if response_format is not None:
         params["format"] = response_format
@@ -103,26 +113,3 @@ def from_response(data: Any) -> dict[str, Any]:
 
 
 LIVE: Final = live_endpoint("OllamaGenerateAdapter", "an Ollama answer", "/api/generate")
-
-
-class OllamaGenerate:
-    """The :class:`~replay_actor.vendors.Vendor` for Ollama's ``/api/generate``."""
-
-    name: Final = "ollama-generate"
-    routes: Final = (re.compile(r"/api/generate/?$"),)
-    paths: Final = ("POST /api/generate",)
-    live: Final = LIVE
-    stream_content_type: Final = NDJSON
-
-    def read_body(self, body: Any, path: str = "") -> VendorCall:
-        return read_body(body)
-
-    def response_body(self, response: Response, call: VendorCall) -> dict[str, Any]:
-        return response_body(response, call)
-
-    def stream_body(self, response: Response, call: VendorCall) -> bytes:
-        return stream_body(response, call)
-
-    error_body = staticmethod(error_body)
-    to_body = staticmethod(to_body)
-    from_response = staticmethod(from_response)

@@ -1,7 +1,7 @@
 // A Vercel AI SDK application, unchanged: `generateText` and `streamText` on
 // `@ai-sdk/anthropic`'s default provider, which reads ANTHROPIC_BASE_URL and
 // ANTHROPIC_API_KEY and posts `${baseURL}/messages` (its own default base URL ends in
-// /v1, replay-actor run's has none). tests/test_endpoint_routes.py runs it under run.
+// /v1, replay-actor run's has none). tests/serving/test_routes.py runs it under run.
 "use strict";
 const { generateText, streamText } = require("ai");
 const { anthropic } = require("@ai-sdk/anthropic");

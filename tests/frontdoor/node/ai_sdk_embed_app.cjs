@@ -1,7 +1,7 @@
 // A Vercel AI SDK application, unchanged: `embed` and `embedMany` on `@ai-sdk/openai`'s
 // default provider (OPENAI_BASE_URL, OPENAI_API_KEY), which posts `/embeddings` with
 // `encoding_format: "float"`, as a RAG evaluation embeds its query and its documents.
-// tests/test_frontdoor_node.py records it through a loopback fake vendor and replays it
+// tests/frontdoor/test_node.py records it through a loopback fake vendor and replays it
 // under `replay-actor run`.
 "use strict";
 const { embed, embedMany } = require("ai");

@@ -1,6 +1,6 @@
 // A small Node application on the vendors' own npm packages, unchanged: it reads
 // OPENAI_BASE_URL / OPENAI_API_KEY and ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY from its
-// environment, as every deployment does. tests/test_frontdoor_node.py runs it under
+// environment, as every deployment does. tests/frontdoor/test_node.py runs it under
 // `replay-actor run` and checks what it prints (one JSON object).
 "use strict";
 const OpenAI = require("openai");

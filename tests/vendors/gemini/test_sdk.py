@@ -30,9 +30,9 @@ from replay_actor import (
     request_hash,
 )
 from replay_actor.integrations.transport import AsyncProviderTransport, ProviderTransport
-from replay_actor.vendors import gemini as vendor_gemini
-from replay_actor.vendors import openai as vendor_openai
 from replay_actor.vendors._common import response_id
+from replay_actor.vendors.gemini import generate as vendor_gemini
+from replay_actor.vendors.openai import chat as vendor_openai
 from tests.support.conversation import (
     CALL_RESPONSE,
     FINAL_RESPONSE,
@@ -590,7 +590,7 @@ def test_an_id_less_call_gets_the_same_id_wherever_it_is_read() -> None:
 
 def test_reasoning_replays_to_gemini_only_and_is_not_hashed() -> None:
     from replay_actor._response import read_response
-    from replay_actor.vendors import anthropic as vendor_anthropic
+    from replay_actor.vendors.anthropic import messages as vendor_anthropic
 
     live: dict[str, Any] = {
         "candidates": [
@@ -701,7 +701,7 @@ def test_ids_come_from_the_response_not_the_request() -> None:
 
 
 def test_the_registry_routes_gemini_paths() -> None:
-    from replay_actor.integrations.serving import Exchange
+    from replay_actor.serving import Exchange
 
     exchange = Exchange(None)
     body = json.dumps({"contents": [{"parts": [{"text": "hello"}]}]}).encode()

@@ -19,7 +19,8 @@ from replay_actor import RequestError, openai_client, request_hash
 from replay_actor._response import read_response
 from replay_actor.fixture import entry_line
 from replay_actor.vendors import make_vendor
-from replay_actor.vendors.openai_responses import TRANSCRIPTS, OpenAIResponses
+from replay_actor.vendors.openai.responses import TRANSCRIPTS
+from replay_actor.vendors.openai.responses import remembering as OpenAIResponses
 
 pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(300)]
 
