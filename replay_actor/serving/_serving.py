@@ -14,9 +14,12 @@ exception: the SDKs would retry an exception as a connection error.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import Token
 from typing import TYPE_CHECKING, Any, Final
 
 from .._interface import Attributed
+from .._kinds import EMBEDDING
+from .._response import RAW_VECTORS
 from ..attribution.provider import outcome_word
 from ._answer import Answer, Headers
 from ._exchange import Api, Call, Exchange
@@ -44,6 +47,15 @@ _SUMMARY_KIND: Final[dict[str, Kind]] = {
 def outcome_of(exc: BaseException) -> Kind:
     """The summary's kind of a call that failed with ``exc`` (``_outcomes``)."""
     return _SUMMARY_KIND[outcome_word(exc)]
+
+
+def _raw_vectors(call: Call) -> Token[bool] | None:
+    """For an embedding request, let the provider hand its vectors over raw (float32,
+    ``_response.RAW_VECTORS``): the vendor shapes build their answers from them without
+    a JSON round trip. The token to reset, or None."""
+    if call.request.get("kind") != EMBEDDING:
+        return None
+    return RAW_VECTORS.set(True)
 
 
 class _Serving:
@@ -140,6 +152,7 @@ class Serving(_Serving):
         if isinstance(prepared, Answer):
             self.refused("invalid", path)
             return prepared
+        raw = _raw_vectors(prepared)
         try:
             if self._attributed is not None:
                 via = (prepared.vendor.name, path)
@@ -148,6 +161,9 @@ class Serving(_Serving):
                 response = self._provider.complete(prepared.request)
         except Exception as exc:
             return self._failed(prepared, exc)
+        finally:
+            if raw is not None:
+                RAW_VECTORS.reset(raw)
         return self._counted(prepared.answer(response))
 
     def close(self) -> None:
@@ -182,6 +198,7 @@ class AsyncServing(_Serving):
         if isinstance(prepared, Answer):
             self.refused("invalid", path)
             return prepared
+        raw = _raw_vectors(prepared)
         try:
             if self._attributed is not None:
                 via = (prepared.vendor.name, path)
@@ -190,6 +207,9 @@ class AsyncServing(_Serving):
                 response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
             return self._failed(prepared, exc)
+        finally:
+            if raw is not None:
+                RAW_VECTORS.reset(raw)
         return self._counted(prepared.answer(response))
 
     async def aclose(self) -> None:

@@ -46,6 +46,7 @@ from typing import Any, Final
 
 from ..._errors import ProviderClosed, ReplayError
 from ..._request import RequestLike, request_hash, request_hash_in_turn
+from ..._response import RAW_VECTORS
 from ..core import protocol
 from ..core.state import NOT_PASSED_ON, HandleState, released
 from ..io.cores import CoreFollower
@@ -113,7 +114,7 @@ class ReplayProvider(ReplayHandle):
             else:
                 cores.let_go()  # another thread calls too: for good
         digest = request_hash_in_turn(request) if sync.crowded else request_hash(request)
-        message = protocol.complete_frame(digest)
+        message = _frame(digest)
         return self._sync.exchange(message, _COMPLETE_REPLIES), None if self._private else digest
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
@@ -137,7 +138,7 @@ class ReplayProvider(ReplayHandle):
         if cores is not None and cores.following:
             cores.let_go()  # the loop runs on while the actor answers
         digest = request_hash(request)
-        message = protocol.complete_frame(digest)
+        message = _frame(digest)
         shown = None if self._private else digest
         del digest
         link = self._links.get(loop)
@@ -269,6 +270,14 @@ class ReplayProvider(ReplayHandle):
         process, self._process = self._process, None
         if process is not None:
             process.close()
+
+
+def _frame(digest: str) -> bytes:
+    """The request frame for one call: ``COMPLETE``, or ``COMPLETE_VECTORS`` for a caller
+    that takes vectors raw (``RAW_VECTORS``)."""
+    if RAW_VECTORS.get():
+        return protocol.vectors_frame(digest)
+    return protocol.complete_frame(digest)
 
 
 def _rebuild(  # noqa: PLR0917 - pickle passes the arguments positionally
