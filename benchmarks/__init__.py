@@ -20,6 +20,7 @@ noise of a shared machine lands on both sides. Modules, one concern each:
 - ``large``     -- P6b, P6c (the worst layout, its first acquisition), P5d, P8c
 - ``frontdoor`` -- P14 the front door, P17 a sealed run's start-up
 - ``load``      -- P20 the front door under load (wrk, 64 AsyncOpenAI tasks), its plot
+- ``loadprofile`` -- where a front-door request's CPU goes under P20's load (py-spy)
 - ``litellm_peer`` -- P18 the front door vs the LiteLLM proxy's in-memory cache
 - ``report``    -- the table, ``results/latest.json``, ``docs/benchmarks.md`` and the plot
 """

@@ -47,7 +47,7 @@ from .._errors import ReplayError
 from .environment import child_environment, foreign_key_warning
 from .misses import reporter_for
 from .seal import NamespaceSeal, SealUnavailable
-from .server import DEFAULT_HOST, FrontDoor
+from .server import DEFAULT_HOST, FrontDoor, tune_collector
 from .summary import exit_status, summary_line
 
 if TYPE_CHECKING:
@@ -323,6 +323,7 @@ def run_command(
         launch = _Launch(door, command, secret_names(read), chosen)
         # A recorder's ``compact`` (through the run log's wrapper too), for the signals.
         compact = getattr(provider, "compact", None) if read.kind == "record" else None
+        tune_collector()
         status = asyncio.run(_run_then_close(door, launch, compact))
         if launch.refused:
             return status  # nothing ran: nothing to sum up
