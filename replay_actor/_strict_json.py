@@ -64,10 +64,18 @@ _ENCODE: Final = msgspec.json.Encoder().encode
 _ESCAPE: Final = re.compile(r"\\u")
 
 
-def _quick(text: str) -> Any:
+def _quick(text: str | bytes) -> Any:
     """The value msgspec reads, when it is certainly the value of the strict reading;
-    else ``_UNSURE`` (see the module docstring)."""
-    if _ESCAPE.search(text) is not None:
+    else ``_UNSURE`` (see the module docstring). UTF-8 bytes are read as they are
+    (msgspec refuses bytes that are not UTF-8 in a string, and anything else is not
+    JSON): no ``str`` is made of them."""
+    if isinstance(text, bytes):
+        escaped = text.find(b"\\u") >= 0
+        colons = text.count(b":")
+    else:
+        escaped = _ESCAPE.search(text) is not None
+        colons = text.count(":")
+    if escaped:
         return _UNSURE
     try:
         value = msgspec.json.decode(text)
@@ -75,23 +83,8 @@ def _quick(text: str) -> Any:
     except (msgspec.MsgspecError, ValueError, RecursionError):
         # Not JSON, NaN, a number out of range, a surrogate, too deep: worded below.
         return _UNSURE
-    if again.count(b":") != text.count(":"):
+    if again.count(b":") != colons:
         return _UNSURE  # a key was repeated (msgspec kept the last)
-    return value
-
-
-def _quick_utf8(data: bytes) -> Any:
-    """``_quick`` of UTF-8 bytes, read as they are (msgspec refuses bytes that are not
-    UTF-8 in a string, and anything else is not JSON): no ``str`` is made of them."""
-    if data.find(b"\\u") >= 0:
-        return _UNSURE
-    try:
-        value = msgspec.json.decode(data)
-        again = _ENCODE(value)
-    except (msgspec.MsgspecError, ValueError, RecursionError):
-        return _UNSURE
-    if again.count(b":") != data.count(b":"):
-        return _UNSURE
     return value
 
 
@@ -138,7 +131,7 @@ def loads_strict_utf8(data: bytes, *, max_depth: int | None = None) -> Any:
     """
     if max_depth is not None:
         _bound_depth(data, max_depth)
-    value = _quick_utf8(data)
+    value = _quick(data)
     if value is not _UNSURE:
         return value
     return _slow(data.decode("utf-8"))
