@@ -113,6 +113,8 @@ class Actor:
         #: (``protocol.vectors_reply``), within ``_VECTORS_KEPT`` bytes in all.
         self._vectors: dict[str, bytes] = {}
         self._vectors_size = 0
+        #: Single-response entries whose vectors float32 does not hold: answered as stored.
+        self._as_stored: set[str] = set()
         self.record: InspectionRecord | None = None
         self.record_served = config.inspection_served
         if config.inspection_path is not None:
@@ -138,16 +140,21 @@ class Actor:
         outcome = self.complete(request_hash)
         if type(outcome) is not bytes:
             return outcome
+        if request_hash in self._as_stored:
+            return protocol.RESPONSE + outcome  # known not to convert: not tried again
         payload = protocol.vectors_reply(outcome)
-        size = len(payload)
-        if (
-            payload[:1] == protocol.VECTORS
-            and self._vectors_size + size <= _VECTORS_KEPT
-            and self.cursors.fixture.single(request_hash)
-        ):
-            self._vectors[request_hash] = payload
-            self._vectors_size += size
+        if self.cursors.fixture.single(request_hash):
+            self._keep(request_hash, payload)
         return payload
+
+    def _keep(self, request_hash: str, payload: bytes) -> None:
+        """Remember a single-response entry's ``COMPLETE_VECTORS`` answer: its converted
+        reply (within ``_VECTORS_KEPT`` bytes in all), or that it is answered as stored."""
+        if payload[:1] != protocol.VECTORS:
+            self._as_stored.add(request_hash)
+        elif self._vectors_size + len(payload) <= _VECTORS_KEPT:
+            self._vectors[request_hash] = payload
+            self._vectors_size += len(payload)
 
     def _record(self, event: Any, request_hash: str) -> None:
         assert self.record is not None
