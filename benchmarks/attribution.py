@@ -140,7 +140,7 @@ def _compare_once(base: Path, cand: Path) -> tuple[float, int]:
 
 def run_compare(cfg: Config) -> list[Row]:
     base, cand = make_logs()
-    reps = cfg.pick(5, 2)
+    reps = cfg.rounds(5, 2)
     times: list[float] = []
     peak = 0
     for _ in range(reps):
@@ -205,7 +205,7 @@ def _overhead_row(row_id: str, what: str, samples: dict[str, list[float]]) -> Ro
 def _p1l(cfg: Config, folder: Path) -> Row:
     req = realistic_request()
     path = str(fixture(100_000))
-    calls, reps = cfg.pick(300, 100), cfg.pick(21, 5)
+    calls, reps = cfg.pick(300, 100), cfg.rounds(21, 5)
     plain = open_provider({"provider": {"kind": "replay", "fixture": path, "timeout": 120.0}})
     log = str(folder / "p1l.log")
     logged = open_provider(
@@ -229,7 +229,7 @@ def _p1l(cfg: Config, folder: Path) -> Row:
 def _p12l(cfg: Config, folder: Path) -> Row:
     kwargs: dict[str, Any] = dict(vendor_openai.to_body(realistic_request(), MODEL))
     path = str(fixture(100))
-    calls, reps = cfg.pick(200, 50), cfg.pick(21, 5)
+    calls, reps = cfg.pick(200, 50), cfg.rounds(21, 5)
     plain = openai_client({"provider": {"kind": "replay", "fixture": path}})
     log = str(folder / "p12l.log")
     logged = openai_client({"provider": {"kind": "replay", "fixture": path, "log": log}})
@@ -254,7 +254,7 @@ def _p14l(cfg: Config, folder: Path) -> Row:
     payload = json.dumps(vendor_openai.to_body(realistic_request(), MODEL)).encode()
     manifest = folder / "p14l.toml"
     manifest.write_text(f'[provider]\nkind = "replay"\nfixture = "{fixture(100)}"\n')
-    calls, reps = cfg.pick(300, 50), cfg.pick(21, 5)
+    calls, reps = cfg.pick(300, 50), cfg.rounds(21, 5)
     serve = [sys.executable, "-m", "replay_actor", "serve", str(manifest)]
     plain, plain_ready = _start(serve)
     logged = None

@@ -45,7 +45,7 @@ def run_calls(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
     """P1, P2, P8 and the replay-actor side of the plot's series."""
     req = realistic_request()
     calls = cfg.pick(300, 100)
-    reps = cfg.pick(21, 5)
+    reps = cfg.rounds(21, 5)
     paths = {n: fixture(n) for n in SIZES}
     providers = {}
     echo = EchoPeer()
@@ -286,7 +286,7 @@ def run_hashing(cfg: Config) -> list[Row]:
     # Short batches, many of them: a batch of ~1 ms is rarely cut by another process's
     # time slice on a shared machine, so the medians (and their ratios) hold still.
     calls = cfg.pick(30, 10)
-    reps = cfg.pick(150, 20)
+    reps = cfg.rounds(150, 20)
     start = time.perf_counter()
     rfc_hash()
     rfc_calls = max(2, min(calls, int(0.002 / max(time.perf_counter() - start, 1e-6))))

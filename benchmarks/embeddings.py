@@ -55,7 +55,7 @@ def run_embeddings(cfg: Config) -> list[Row]:
     manifest.write_text(f'[provider]\nkind = "replay"\nfixture = "{_fixture()}"\n')
     texts = json.loads((cache_dir() / "embeddings-texts.json").read_text())
     calls = cfg.pick(100, 20)
-    reps = cfg.pick(21, 5)
+    reps = cfg.rounds(21, 5)
     door, ready = _start([sys.executable, "-m", "replay_actor", "serve", str(manifest)])
     info = json.loads(ready)
     bare = None

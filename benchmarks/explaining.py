@@ -78,7 +78,7 @@ def run_explain(cfg: Config) -> list[Row]:
             decode(line)
         return time.perf_counter() - start
 
-    samples = interleave({"ours": ours, "floor": floor}, reps=cfg.pick(7, 2), warmup=1)
+    samples = interleave({"ours": ours, "floor": floor}, reps=cfg.rounds(7, 2), warmup=1)
     mine = Stats.of(samples["ours"])
     base = Stats.of(samples["floor"])
     return [

@@ -64,7 +64,7 @@ def run_frontdoor(cfg: Config) -> list[Row]:
     manifest = cache_dir() / "frontdoor.toml"
     manifest.write_text(f'[provider]\nkind = "replay"\nfixture = "{fixture(100)}"\n')
     calls = cfg.pick(300, 50)
-    reps = cfg.pick(21, 5)
+    reps = cfg.rounds(21, 5)
     door, ready = _start([sys.executable, "-m", "replay_actor", "serve", str(manifest)])
     info = json.loads(ready)
     headers = {"content-type": "application/json", "authorization": f"Bearer {info['token']}"}
@@ -142,7 +142,7 @@ def run_sealed_startup(cfg: Config) -> list[Row]:
     unsealed = [*run, "--seal", "off", str(manifest), *child]
     samples = interleave(
         {"sealed": lambda: _run_once(sealed), "unsealed": lambda: _run_once(unsealed)},
-        reps=cfg.pick(15, 3),
+        reps=cfg.rounds(15, 3),
         warmup=1,
     )
     mine = Stats.of(samples["sealed"])

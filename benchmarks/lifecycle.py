@@ -170,7 +170,7 @@ def run_acquire(cfg: Config) -> list[Row]:
     started as actors used to be (the old floor), with the steps in between; fresh (a
     zygote holding only that fixture) and in this run (a zygote that also caches the
     100, 10k and 100k fixtures)."""
-    reps = cfg.pick(31, 5)
+    reps = cfg.rounds(31, 5)
     fresh = _fresh_samples(reps)
     # This process's zygote: make its cache hold exactly these four, the 1k one last.
     held = tuple(str(fixture(n)) for n in (100_000, 10_000, 100, 1_000))
@@ -276,8 +276,8 @@ def _kill_once(path: str) -> tuple[float, float]:
 def run_owner_death(cfg: Config) -> list[Row]:
     """P7: kill latency p50/p99 over >= 30 kills; idle CPU of an untouched actor."""
     path = str(fixture(100))
-    window = cfg.pickf(10.0, 5.0)
-    kills = cfg.pick(40, 10)
+    window = cfg.span(10.0, 5.0)
+    kills = cfg.rounds(40, 10)
     idle: ReplayProvider = acquire(path)
     try:
         pid = idle.actor_pid

@@ -113,7 +113,7 @@ def run_litellm(cfg: Config, runs: int = 5) -> list[Row]:
     # An SDK call is ~10 ms here and LiteLLM's ~45: 5 runs of 11 rounds of 20 calls a
     # side take about a minute.
     calls = cfg.pick(20, 5)
-    reps = cfg.pick(11, 3)
+    reps = cfg.rounds(11, 3)
     door, ready = _start([sys.executable, "-m", "replay_actor", "serve", str(manifest)])
     upstream: subprocess.Popen[str] | None = None
     peer: subprocess.Popen[bytes] | None = None

@@ -10,8 +10,8 @@ Each child is ours, stopped by its PID and reaped (``stop``); nothing is killed 
   actor (``subprocess.Popen``, same environment, a passed socket fd) that signals ready:
   the floor of acquire -> ready.
 - ``Owner``: a small process that stays alive until killed, to own an acquisition.
-- ``Hogs``: one busy-looping process per core for the whole run (``--hog``): the
-  targets measured on a machine with no idle core.
+- ``Hogs``: one busy-looping process pinned to the last core for a whole pass
+  (``--hog``): the targets measured with another job on the other core.
 - ``baseline_rss``: the RSS of a bare interpreter started as the zygote is, that has
   imported the actor's code.
 - ``zygote_pid``, ``actors_alive``, ``stop_zygote``: the run's own zygote (started by
@@ -93,12 +93,29 @@ def stop(popen: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
 
 
 class Hogs:
-    """``count`` children that each spin on a core until stopped (by PID, reaped)."""
+    """``--hog``: one child spinning on the machine's last core, pinned there, for the
+    whole pass: another job on the other core of a 2-core machine (a CI runner's
+    neighbour). The benchmark's own processes are left free to go anywhere, as an
+    evaluation's are; on the last core they share with the hog. Started before the
+    pass's first section and stopped by PID (SIGKILL, reaped) when the pass ends, also
+    on an error or an interrupt."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self) -> None:
         self.procs: list[subprocess.Popen[bytes]] = []
-        for _ in range(count):
-            self.procs.append(subprocess.Popen([sys.executable, "-c", "while True: pass"]))
+        cores = sorted(os.sched_getaffinity(0))
+        last = cores[-1]
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", "while True: pass"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.procs.append(proc)
+        try:
+            os.sched_setaffinity(proc.pid, {last})
+        except OSError:
+            pass  # (not where the platform cannot pin: still one busy process)
+        self.core = last
 
     def stop(self) -> None:
         for proc in self.procs:

@@ -113,7 +113,7 @@ def run_ray(cfg: Config) -> list[Row]:
         measure = ray.remote(num_cpus=1)(_measure)
         with acquire(path) as llm:
             samples = ray.get(
-                measure.remote(llm, bare, cfg.pick(300, 60), cfg.pick(15, 4)), timeout=600
+                measure.remote(llm, bare, cfg.pick(300, 60), cfg.rounds(15, 4)), timeout=600
             )
         ray.kill(bare)
     finally:

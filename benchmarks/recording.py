@@ -262,7 +262,7 @@ def run_recording(cfg: Config) -> list[Row]:
     final_hash = ""
     target = folder / "recorded.jsonl"
     try:
-        for rep in range(cfg.pick(3, 1)):
+        for rep in range(cfg.rounds(3, 1)):
             for side in ("straight", "run") if rep % 2 == 0 else ("run", "straight"):
                 if side == "straight":
                     wall, own, _, _ = _timed_rss(client, straight_env)

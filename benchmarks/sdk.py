@@ -51,7 +51,7 @@ def _measure(
     call: Callable[[openai.OpenAI], Any],
 ) -> list[Row]:
     calls = cfg.pick(200, 50)
-    reps = cfg.pick(21, 5)
+    reps = cfg.rounds(21, 5)
     ours = openai_client({"provider": {"kind": "replay", "fixture": str(path)}})
     handle = acquire(path, timeout=120.0)
     canned = canned_for(handle.complete(req))
@@ -172,7 +172,7 @@ def run_sdk_gemini(cfg: Config) -> list[Row]:
     # google-genai's own work on this request is ~10x openai's (pydantic models both
     # ways), so fewer calls per sample give samples as long as P12's.
     calls = cfg.pick(40, 10)
-    reps = cfg.pick(21, 5)
+    reps = cfg.rounds(21, 5)
     ours = gemini_client({"provider": {"kind": "replay", "fixture": str(path)}})
     handle = acquire(path, timeout=120.0)
     canned = msgspec.json.encode(

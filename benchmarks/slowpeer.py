@@ -61,7 +61,7 @@ def run_slow_peer(cfg: Config) -> list[Row]:
     """P11: the caller's p99 with and without a peer holding half a frame."""
     request = realistic_request()
     calls = cfg.pick(400, 100)
-    reps = cfg.pick(10, 3)
+    reps = cfg.rounds(10, 3)
     clean: list[float] = []
     slow: list[float] = []
     with acquire(str(fixture(1_000))) as provider:

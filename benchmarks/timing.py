@@ -88,12 +88,18 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
     #: The ratio of each run, when the row is the median of several (``over_runs``).
     runs: list[float] = field(default_factory=list)
+    #: The same target measured with ``--hog`` (a busy process on the last core).
+    hog: Row | None = None
 
     @property
     def met(self) -> bool | None:
-        if self.op == "" or self.bound is None or self.ratio is None:
+        return self.meets(self.ratio)
+
+    def meets(self, ratio: float | None) -> bool | None:
+        """Whether ``ratio`` meets this row's target (None: report only)."""
+        if self.op == "" or self.bound is None or ratio is None:
             return None
-        return self.ratio <= self.bound if self.op == "<=" else self.ratio >= self.bound
+        return ratio <= self.bound if self.op == "<=" else ratio >= self.bound
 
     @property
     def target(self) -> str:
@@ -132,20 +138,22 @@ def paired_ratio(top: Sequence[float], bottom: Sequence[float]) -> float:
     return statistics.median(a / b for a, b in zip(top, bottom, strict=True))
 
 
-def over_runs(produce: Callable[[], list[Row]], runs: int) -> list[Row]:
-    """Call ``produce`` ``runs`` times (each a whole measurement: its own warm-up and
-    rounds) and keep, per row id, the run whose ratio is the median, with every run's
-    ratio in ``Row.runs``: the spread of the runs shows how far one run can be trusted."""
+def over_runs(produce: Callable[[int], list[Row]], runs: int) -> list[Row]:
+    """Call ``produce(run)`` for run 0 ... ``runs`` - 1 (each a whole measurement: its
+    own warm-up and rounds) and keep, per row id, the run whose ratio is the median,
+    with every run's ratio in ``Row.runs``: the spread of the runs shows how far one run
+    can be trusted."""
     by_id: dict[str, list[Row]] = {}
-    for _ in range(runs):
-        for row in produce():
+    for run in range(runs):
+        for row in produce(run):
             by_id.setdefault(row.id, []).append(row)
     merged = []
     for found in by_id.values():
         ratios = [row.ratio for row in found if row.ratio is not None]
         ranked = sorted(found, key=lambda row: -math.inf if row.ratio is None else row.ratio)
         middle = ranked[(len(ranked) - 1) // 2]
-        middle.runs = ratios if len(ratios) > 1 else []
+        if not middle.runs:  # (a row that measured its runs itself keeps them)
+            middle.runs = ratios if len(ratios) > 1 else []
         merged.append(middle)
     return merged
 
@@ -168,12 +176,28 @@ def interleave(
 
 @dataclass(frozen=True)
 class Config:
-    """How hard to measure: the full run or ``--quick`` (a smoke run, not for quoting)."""
+    """How hard to measure: the full run or ``--quick`` (a smoke run, not for quoting).
+
+    A target is measured in several runs (``over_runs``); ``share`` is the part of a
+    full run's repetitions each run makes (``rounds``, ``span``), so that five runs of a
+    target cost about what one long run did, and ``run`` says which run this is (a
+    sweep drawn once, for a plot, is made in run 0 only).
+    """
 
     quick: bool = False
+    share: float = 1.0
+    run: int = 0
 
     def pick(self, full: int, quick: int) -> int:
         return quick if self.quick else full
 
     def pickf(self, full: float, quick: float) -> float:
         return quick if self.quick else full
+
+    def rounds(self, full: int, quick: int) -> int:
+        """A repetition count: ``full`` scaled by ``share`` (never below ``quick``)."""
+        return quick if self.quick else max(quick, math.ceil(full * self.share))
+
+    def span(self, full: float, quick: float) -> float:
+        """A measuring window in seconds, scaled as ``rounds``."""
+        return quick if self.quick else max(quick, full * self.share)

@@ -93,8 +93,9 @@ class _Player:
 
 def run_vcr(cfg: Config) -> tuple[list[Row], dict[str, Any]]:
     """P3 at 1,000 interactions, and the VCR.py side of the plot at every size reached."""
-    sizes = _SIZES[:2] if cfg.quick else _SIZES
-    reps = cfg.pick(5, 2)
+    # The plot's sweep once (run 0); P3's own size, 1,000 interactions, in every run.
+    sizes = _SIZES[:2] if cfg.quick else _SIZES if cfg.run == 0 else (1_000,)
+    reps = cfg.rounds(5, 2)
     budget = {100: 30.0, 1_000: cfg.pickf(60.0, 20.0), 10_000: 120.0}
     req = realistic_request()
     points: dict[str, Any] = {}

@@ -122,7 +122,7 @@ _FIXED: Final[dict[str, str]] = {
     "Ceilings": "fixture._ceilings",
     "FixtureSet": "fixture._table",
     "entry_line": "fixture._format",
-    "load_fixture": "fixture._parse",
+    "load_fixture": "fixture._load",
     "RayReplayProvider": "replay.caller.ray_backend",
     "open_provider": "manifest",
     "AdapterTable": "manifest.grammar",

@@ -36,12 +36,21 @@ shape: it raises :class:`Unexpressible`, which the transports answer as a closed
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any, Final
 
 import msgspec
 
-__all__ = ["Reasoning", "Response", "ResponseCall", "Unexpressible", "read_response"]
+__all__ = [
+    "RAW_VECTORS",
+    "Reasoning",
+    "Response",
+    "ResponseCall",
+    "Unexpressible",
+    "read_response",
+]
 
 
 class Unexpressible(Exception):
@@ -79,11 +88,20 @@ class Response(msgspec.Struct, omit_defaults=True):
     reasoning: Reasoning | None = None
     #: Verbatim, as OpenAI chat's ``choices[0].logprobs`` (``content``, ``refusal``).
     logprobs: dict[str, Any] | None = None
+    #: Lists of numbers; ``array("f")`` where the reader asked for them raw (``RAW_VECTORS``).
     embeddings: list[list[float]] | None = None
     input_tokens: int | None = None
 
 
 _convert: Final = msgspec.convert
+
+
+#: Set by a caller that can take a response's vectors as ``array("f")`` (the serving
+#: layer, answering an embedding request): the local replay handle then asks its actor
+#: to carry them as raw float32 (docs/architecture.md, "Wire protocol"), and the
+#: response's ``embeddings`` is a list of arrays of the same float32 values, never
+#: parsed from JSON text. Everywhere else vectors are lists of numbers.
+RAW_VECTORS: Final[ContextVar[bool]] = ContextVar("replay_actor_raw_vectors", default=False)
 
 
 def read_response(response: Mapping[str, Any]) -> Response:
@@ -92,6 +110,14 @@ def read_response(response: Mapping[str, Any]) -> Response:
     Raises :class:`Unexpressible` naming the JSON path of a value of the wrong type (a
     path into the response, never a value from it).
     """
+    vectors = response.get("embeddings")
+    if type(vectors) is list and vectors and type(vectors[0]) is array:
+        # Raw float32 vectors (``RAW_VECTORS``): checked as numbers where they were made,
+        # so the rest is read and they are kept as they are.
+        rest = {key: value for key, value in response.items() if key != "embeddings"}
+        reading = read_response(rest)
+        reading.embeddings = vectors  # (sequences of floats as well: see the field)
+        return reading
     try:
         return _convert(response, Response)
     except msgspec.ValidationError as exc:

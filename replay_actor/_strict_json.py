@@ -31,7 +31,7 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 
-__all__ = ["MAX_BODY_DEPTH", "NotStrictJSON", "loads_strict", "nesting_depth"]
+__all__ = ["MAX_BODY_DEPTH", "NotStrictJSON", "loads_strict", "loads_strict_utf8", "nesting_depth"]
 
 #: How deep a request body posted to a transport may nest (objects and arrays). Deeper
 #: than any real request, shallow enough that every reader after it (msgspec, the
@@ -64,10 +64,18 @@ _ENCODE: Final = msgspec.json.Encoder().encode
 _ESCAPE: Final = re.compile(r"\\u")
 
 
-def _quick(text: str) -> Any:
+def _quick(text: str | bytes) -> Any:
     """The value msgspec reads, when it is certainly the value of the strict reading;
-    else ``_UNSURE`` (see the module docstring)."""
-    if _ESCAPE.search(text) is not None:
+    else ``_UNSURE`` (see the module docstring). UTF-8 bytes are read as they are
+    (msgspec refuses bytes that are not UTF-8 in a string, and anything else is not
+    JSON): no ``str`` is made of them."""
+    if isinstance(text, bytes):
+        escaped = text.find(b"\\u") >= 0
+        colons = text.count(b":")
+    else:
+        escaped = _ESCAPE.search(text) is not None
+        colons = text.count(":")
+    if escaped:
         return _UNSURE
     try:
         value = msgspec.json.decode(text)
@@ -75,7 +83,7 @@ def _quick(text: str) -> Any:
     except (msgspec.MsgspecError, ValueError, RecursionError):
         # Not JSON, NaN, a number out of range, a surrogate, too deep: worded below.
         return _UNSURE
-    if again.count(b":") != text.count(":"):
+    if again.count(b":") != colons:
         return _UNSURE  # a key was repeated (msgspec kept the last)
     return value
 
@@ -106,15 +114,38 @@ def loads_strict(text: str, *, max_depth: int | None = None) -> Any:
     Raises :class:`NotStrictJSON`, outside every ``except`` block (a parser exception
     may quote the text).
     """
-    problem: str
     if max_depth is not None:
-        data = text.encode("utf-8", "surrogatepass")
-        # The count of openers bounds the depth: most texts need nothing more.
-        if data.count(b"[") + data.count(b"{") > max_depth and nesting_depth(data) > max_depth:
-            raise NotStrictJSON(f"nested more than {max_depth} levels deep")
+        _bound_depth(text.encode("utf-8", "surrogatepass"), max_depth)
     value = _quick(text)
     if value is not _UNSURE:
         return value
+    return _slow(text)
+
+
+def loads_strict_utf8(data: bytes, *, max_depth: int | None = None) -> Any:
+    """:func:`loads_strict` of the UTF-8 text ``data`` (a request body as it arrived),
+    without decoding it to ``str`` first when msgspec's reading is certain.
+
+    Raises :class:`NotStrictJSON`, or ``UnicodeDecodeError`` for bytes that are not
+    UTF-8 (as ``data.decode("utf-8")`` would).
+    """
+    if max_depth is not None:
+        _bound_depth(data, max_depth)
+    value = _quick(data)
+    if value is not _UNSURE:
+        return value
+    return _slow(data.decode("utf-8"))
+
+
+def _bound_depth(data: bytes, max_depth: int) -> None:
+    # The count of openers bounds the depth: most texts need nothing more.
+    if data.count(b"[") + data.count(b"{") > max_depth and nesting_depth(data) > max_depth:
+        raise NotStrictJSON(f"nested more than {max_depth} levels deep")
+
+
+def _slow(text: str) -> Any:
+    """The reading by ``json`` with the hooks, which words every refusal."""
+    problem: str
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:

@@ -56,7 +56,7 @@ from .environment import child_environment, foreign_key_warning
 from .misses import reporter_for
 from .proxy import blocked_advice
 from .seal import NamespaceSeal, SealUnavailable
-from .server import DEFAULT_HOST, FrontDoor
+from .server import DEFAULT_HOST, FrontDoor, tune_collector
 from .sockets import warning as sockets_warning
 from .summary import exit_status, summary_line
 from .switches import switch_variables
@@ -374,6 +374,7 @@ def run_command(
         launch = _Launch(door, command, secret_names(read), chosen, clock=clock, tools=tools)
         # A recorder's ``compact`` (through the run log's wrapper too), for the signals.
         compact = getattr(provider, "compact", None) if read.kind == "record" else None
+        tune_collector()
         status = asyncio.run(_run_then_close(door, launch, compact))
         if launch.refused:
             return status  # nothing ran: nothing to sum up

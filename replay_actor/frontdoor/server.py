@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import ipaddress
 import json
 import os
@@ -34,6 +35,7 @@ import secrets
 import signal
 import socket
 import sys
+import urllib.parse
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -54,8 +56,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_HOST",
     "FrontDoor",
-    "serve_forever",
     "ready_line",
+    "serve_forever",
+    "tune_collector",
 ]
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -67,6 +70,23 @@ _BACKLOG: Final = 4096
 _GRACE: Final = 5.0
 #: The ready line's base URLs: (key, path below the front door's URL), by family.
 _READY: Final = tuple(family.ready for family in FAMILIES if family.ready)
+
+
+#: Container allocations between two young collections while serving (CPython's default
+#: is 700): a request's decoded body alone allocates hundreds, and with 64 requests in
+#: flight every young collection walked all of theirs. Their objects are freed by
+#: reference counting, not by the collector (docs/front-door.md, "Under load").
+_YOUNG_COLLECTION: Final = 50_000
+
+
+def tune_collector() -> None:
+    """The serving process's garbage collector, set once before it serves (``serve``,
+    ``run``; never a library caller's process): everything loaded so far (modules, the
+    manifest, the provider) is frozen out of every later collection (``gc.freeze``), and
+    young collections come every ``_YOUNG_COLLECTION`` allocations instead of 700."""
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(_YOUNG_COLLECTION, middle, old)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -109,6 +129,41 @@ def _server_class() -> type[uvicorn.Server]:
             self.listening.set()
 
     return _Server
+
+
+def _http_protocol() -> type[asyncio.Protocol] | str:
+    """uvicorn's HTTP protocol for the front door: httptools' (C, llhttp), about half of
+    h11's cost a request (docs/front-door.md, "Under load"), taught to hand a proxied
+    request's whole target to the application as h11 does (``ProxyRefusal`` names its
+    host); h11 where httptools is not installed."""
+    try:
+        import httptools  # noqa: F401
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class _HttpTools(HttpToolsProtocol):
+        def on_headers_complete(self) -> None:
+            target = self.url
+            if target[:1] == b"/":
+                super().on_headers_complete()
+                return
+            # An absolute-form target (a proxied request) or a CONNECT's authority: the
+            # parser would keep only the path, or refuse it. The request's scope says
+            # what h11's would (its task has not started yet).
+            self.url = b"/"
+            super().on_headers_complete()
+            raw_path, _, query = target.partition(b"?")
+            self.scope["path"] = urllib.parse.unquote(raw_path.decode("ascii", "replace"))
+            self.scope["raw_path"] = raw_path
+            self.scope["query_string"] = query
+
+        def _unsupported_upgrade_warning(self) -> None:
+            # A CONNECT is an "upgrade" to llhttp: the application refuses it (403).
+            if self.scope.get("method") != "CONNECT":
+                super()._unsupported_upgrade_warning()
+
+    return _HttpTools
 
 
 class FrontDoor:
@@ -156,9 +211,12 @@ class FrontDoor:
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url: str = f"http://{shown}:{bound_port}"
         front = FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes)
-        # With tools, other hosts' exchanges are served, CONNECT tunnels opened.
+        # With tools, other hosts' exchanges are served and CONNECT tunnels opened, on
+        # h11 (the tunnel takes a CONNECT's connection over); without, httptools.
         exchanges, http = (
-            (None, "h11") if tools is None else tools.serve(self._serving, front, self._ignored)
+            (None, _http_protocol())
+            if tools is None
+            else tools.serve(self._serving, front, self._ignored)
         )
         app = self._proxy = ProxyRefusal(
             front,
@@ -169,8 +227,6 @@ class FrontDoor:
         )
         config = uvicorn.Config(
             app,
-            # h11, never httptools: a proxied request's absolute-form target must reach
-            # ProxyRefusal whole (httptools keeps only its path), and a CONNECT with it.
             http=http,
             lifespan="off",
             access_log=False,
@@ -290,6 +346,7 @@ def serve_forever(
     read = read_manifest(manifest)
     provider = open_provider(read, log=log)
     try:
+        tune_collector()
         asyncio.run(_serve(provider, (host, port), sys.stdout, reporter_for(read), read.ignore))
     finally:
         provider.release()  # idempotent: already released unless serving failed early

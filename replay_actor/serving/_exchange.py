@@ -31,7 +31,7 @@ from .._errors import (
     SequenceExhausted,
 )
 from .._response import Unexpressible, read_response
-from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict
+from .._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict, loads_strict_utf8
 from ..vendors import REGISTRY, Vendor, VendorCall, make_vendor, served_with, vendor_names
 from ._answer import _JSON, Answer, Headers, _envelope_vendor, _error
 from ._routes import AZURE_FORMS, canonical_path, deployment, described, looks_like
@@ -212,7 +212,7 @@ def _read_json(vendor: Vendor, body: bytes) -> Any:
     try:
         # Strictly, by the CLI's rules: a repeated key or a body nested deeper than
         # MAX_BODY_DEPTH is refused, so nothing after this can recurse out of stack.
-        return loads_strict(body.decode("utf-8"), max_depth=MAX_BODY_DEPTH)
+        return loads_strict_utf8(body, max_depth=MAX_BODY_DEPTH)
     except UnicodeDecodeError:
         problem = "the request body is not JSON (not valid UTF-8)"
     except NotStrictJSON as exc:

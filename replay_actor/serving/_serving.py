@@ -14,10 +14,12 @@ exception: the SDKs would retry an exception as a connection error.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import Token
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._interface import Attributed
-from .._response import Unexpressible
+from .._kinds import EMBEDDING
+from .._response import RAW_VECTORS, Unexpressible
 from ..attribution.provider import outcome_word
 from ._answer import Answer, Headers, _envelope_vendor
 from ._exchange import Api, Call, Exchange, MissHint, _failure
@@ -55,6 +57,15 @@ def failure_answer(exc: BaseException, hint: MissHint | None = None) -> Answer:
     (the package's table), in OpenAI's envelope, ``{"error": {"message", "type"}}``; a
     miss's message ends with ``hint``'s ``add`` command, as a vendor call's does."""
     return _failure(_envelope_vendor("openai"), exc, hint)
+
+
+def _raw_vectors(call: Call) -> Token[bool] | None:
+    """For an embedding request, let the provider hand its vectors over raw (float32,
+    ``_response.RAW_VECTORS``): the vendor shapes build their answers from them without
+    a JSON round trip. The token to reset, or None."""
+    if call.request.get("kind") != EMBEDDING:
+        return None
+    return RAW_VECTORS.set(True)
 
 
 class _Serving:
@@ -156,6 +167,7 @@ class Serving(_Serving):
         if isinstance(prepared, Answer):
             self.refused("invalid", path)
             return prepared
+        raw = _raw_vectors(prepared)
         try:
             if self._attributed is not None:
                 via = (prepared.vendor.name, path)
@@ -164,6 +176,9 @@ class Serving(_Serving):
                 response = self._provider.complete(prepared.request)
         except Exception as exc:
             return self._failed(prepared, exc)
+        finally:
+            if raw is not None:
+                RAW_VECTORS.reset(raw)
         return self._counted(prepared.answer(response))
 
     def close(self) -> None:
@@ -198,6 +213,7 @@ class AsyncServing(_Serving):
         if isinstance(prepared, Answer):
             self.refused("invalid", path)
             return prepared
+        raw = _raw_vectors(prepared)
         try:
             if self._attributed is not None:
                 via = (prepared.vendor.name, path)
@@ -206,6 +222,9 @@ class AsyncServing(_Serving):
                 response = await self._provider.acomplete(prepared.request)
         except Exception as exc:
             return self._failed(prepared, exc)
+        finally:
+            if raw is not None:
+                RAW_VECTORS.reset(raw)
         return self._counted(prepared.answer(response))
 
     async def ask(

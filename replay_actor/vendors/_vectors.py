@@ -14,13 +14,18 @@ import base64
 import binascii
 import math
 import struct
-from typing import Any
+import sys
+from array import array
+from typing import Any, Final
 
 from .._errors import RequestError
 from .._response import Response, Unexpressible
 from ._common import MalformedResponse
 
 __all__ = ["float32_base64", "from_base64", "live_vector", "read_texts", "stored_vectors"]
+
+#: OpenAI's base64 vectors are little-endian float32; ``array`` holds the machine's order.
+_SWAP: Final = sys.byteorder == "big"
 
 
 def read_texts(value: Any, where: str = "input") -> list[str]:
@@ -37,22 +42,32 @@ def read_texts(value: Any, where: str = "input") -> list[str]:
     return list(value)
 
 
-def stored_vectors(response: Response, texts: int) -> list[list[float]]:
+def stored_vectors(response: Response, texts: int, *, raw: bool = False) -> list[Any]:
     """The stored vectors, one per text; ``Unexpressible`` when the entry holds none or
-    a different number (an entry recorded for another request shape)."""
-    vectors = response.embeddings
+    a different number (an entry recorded for another request shape). Vectors carried
+    raw (``array("f")``, ``_response.RAW_VECTORS``) stay so with ``raw`` (for
+    ``float32_base64``), else become lists of their float32 values, exactly."""
+    vectors: list[Any] | None = response.embeddings
     if vectors is None:
         raise Unexpressible("the stored response holds no embeddings")
     if len(vectors) != texts:
         raise Unexpressible(
             f"the stored response holds {len(vectors)} embeddings for {texts} input texts"
         )
+    if not raw and vectors and type(vectors[0]) is array:
+        return [vector.tolist() for vector in vectors]
     return vectors
 
 
-def float32_base64(vector: list[float]) -> str:
+def float32_base64(vector: list[float] | array[float]) -> str:
     """``vector`` as little-endian float32 bytes in base64 (OpenAI's ``base64``);
-    ``Unexpressible`` for a value float32 cannot hold."""
+    ``Unexpressible`` for a value float32 cannot hold. A vector carried raw is its
+    bytes already (no packing)."""
+    if type(vector) is array:
+        if _SWAP:
+            vector = array("f", vector)
+            vector.byteswap()
+        return base64.b64encode(vector).decode("ascii")
     try:
         packed = struct.pack(f"<{len(vector)}f", *vector)
     except (OverflowError, struct.error):

@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from replay_actor._strict_json import MAX_BODY_DEPTH, NotStrictJSON, loads_strict, nesting_depth
+from replay_actor._strict_json import (
+    MAX_BODY_DEPTH,
+    NotStrictJSON,
+    loads_strict,
+    loads_strict_utf8,
+    nesting_depth,
+)
 
 
 class _Refused(Exception):
@@ -39,9 +45,17 @@ def reference(text: str) -> tuple[str, Any]:
 
 def ours(text: str) -> tuple[str, Any]:
     try:
-        return "value", loads_strict(text)
+        value = loads_strict(text)
     except NotStrictJSON:
-        return "refused", None
+        value = _Refused
+    # The reading of the same text as UTF-8 bytes (a request body as it arrives) is the
+    # same, value or refusal (a text no UTF-8 can spell is refused as not UTF-8).
+    try:
+        as_bytes = loads_strict_utf8(text.encode("utf-8", "surrogatepass"))
+    except (NotStrictJSON, UnicodeDecodeError):
+        as_bytes = _Refused
+    assert same(as_bytes, value)
+    return ("refused", None) if value is _Refused else ("value", value)
 
 
 def same(a: Any, b: Any) -> bool:
@@ -154,6 +168,15 @@ def test_mutated_bodies_read_alike_both_ways(seed: int) -> None:
     assert 0 < values < len(texts)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [b'"\xff"', b'{"a": "\xed\xa0\x80"}', b'["\xc0\xaf"]', b'{"\xe9": 1}', b'"\xf4\x90\x80\x80"'],
+)
+def test_bytes_that_are_not_utf8_are_refused_as_such(data: bytes) -> None:
+    with pytest.raises(UnicodeDecodeError):
+        loads_strict_utf8(data, max_depth=MAX_BODY_DEPTH)
+
+
 def test_a_plain_body_is_read_quickly_and_a_repeat_is_not() -> None:
     from replay_actor._strict_json import _UNSURE, _quick
 
@@ -173,6 +196,12 @@ def test_the_body_depth_is_measured_without_recursion() -> None:
     assert nesting_depth(b'{"a":[1,{"b":"]]]}}"}],"c":"\\"["}') == 3
     assert nesting_depth(deep(300_000).encode()) == 300_000
     assert loads_strict(deep(MAX_BODY_DEPTH), max_depth=MAX_BODY_DEPTH) is not None
+    too_deep = deep(MAX_BODY_DEPTH + 1).encode()
+    with pytest.raises(NotStrictJSON, match="nested more than"):
+        loads_strict_utf8(too_deep, max_depth=MAX_BODY_DEPTH)
+    assert isinstance(
+        loads_strict_utf8(deep(MAX_BODY_DEPTH).encode(), max_depth=MAX_BODY_DEPTH), list
+    )
     # A body of plain requests, deeper than 512 only in its count of brackets, passes.
     wide = "[" + ",".join(["[]"] * 2000) + "]"
     assert len(loads_strict(wide, max_depth=MAX_BODY_DEPTH)) == 2000

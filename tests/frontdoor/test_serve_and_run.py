@@ -571,3 +571,34 @@ def test_a_bug_in_serving_is_a_500_never_retried_and_counted(tmp_path: Path) -> 
     assert (b"x-should-retry", b"false") in start["headers"]
     assert json.loads(body["body"])["error"]["message"] == "internal error (RuntimeError)"
     assert outcomes["failed"] == 1 and outcomes.failed_closed == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.usefixtures("no_leaks")
+def test_only_the_serving_process_tunes_its_collector(greeting: Path) -> None:
+    """``serve`` and ``run`` freeze what they loaded and collect young objects rarely
+    (docs/front-door.md, "Under load"); a library caller's front door leaves its
+    process's collector as it was."""
+    code = textwrap.dedent(
+        f"""
+        import asyncio, gc, json
+        from replay_actor import open_provider, read_manifest
+        from replay_actor.frontdoor import FrontDoor
+        from replay_actor.frontdoor.server import tune_collector
+        before = gc.get_threshold()
+
+        async def main():
+            door = FrontDoor(open_provider(read_manifest({str(greeting)!r})))
+            await door.start()
+            await door.wait_closed()
+
+        asyncio.run(main())
+        untouched = gc.get_threshold() == before and gc.get_freeze_count() == 0
+        tune_collector()
+        print(json.dumps([untouched, gc.get_threshold()[0], gc.get_freeze_count() > 0]))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=50, check=True
+    )
+    assert json.loads(done.stdout) == [True, 50_000, True]

@@ -13,7 +13,13 @@ from __future__ import annotations
 from tests.support.imports import PACKAGE, import_graph
 
 #: What ``replay/`` may import besides itself: the layers below it.
-BELOW = ("replay_actor._errors", "replay_actor._request", "replay_actor._canonical")
+BELOW = (
+    "replay_actor._errors",
+    "replay_actor._request",
+    "replay_actor._canonical",
+    # Its ``RAW_VECTORS`` only: whether the caller takes embedding vectors raw.
+    "replay_actor._response",
+)
 BELOW_PACKAGES = ("replay_actor.fixture",)
 
 ROOMS = ("core", "io", "caller", "forked")

@@ -113,10 +113,9 @@ class AsyncLink:
     def dead(self) -> bool:
         return self._failure is not None
 
-    def submit(self, frame: bytes) -> asyncio.Future[bytes]:
-        """Send ``frame`` (now, or once connected); the future gets its reply."""
-        loop = self._loop()
-        assert loop is not None  # called on the running loop that made us
+    def submit(self, frame: bytes, loop: asyncio.AbstractEventLoop) -> asyncio.Future[bytes]:
+        """Send ``frame`` (now, or once connected); the future gets its reply. ``loop``
+        is the running loop, this link's."""
         future: asyncio.Future[bytes] = loop.create_future()
         if self._failure is not None:
             future.set_exception(self._failure())
@@ -265,26 +264,35 @@ class AsyncLink:
             return
         have += got
         spans, rest, _ = protocol.split_frames(buf, end=have)
-        waiters = self._waiters
-        for start, stop in spans:
-            with memoryview(buf) as whole:
-                payload = bytes(whole[start:stop])
-            if payload == _GOODBYE:
-                self._fail(self._state.ended_failure())
-                return
-            if not waiters:
-                self._lose(UNSOLICITED, None)
-                return
-            if payload[:1] not in _ANSWERS:
-                # Not a reply to a request: every later one would be off by one.
-                self._lose(UNEXPECTED, None)
-                return
-            future, _ = waiters.popleft()
-            if not future.done():  # a cancelled caller's reply is read and dropped
-                future.set_result(payload)
+        with memoryview(buf) as whole:  # (released before the buffer may move)
+            broken = self._resolve(whole, spans)
+        if broken:
+            return
         if rest < have:
             buf[: have - rest] = buf[rest:have]  # the unfinished tail moves to the front
         self._have = have - rest
+
+    def _resolve(self, whole: memoryview, spans: list[tuple[int, int]]) -> bool:
+        """Hand each reply in ``whole`` at ``spans`` to its request's future, in order;
+        True if the link failed on the way (a goodbye, a frame that answers nothing)."""
+        popleft = self._waiters.popleft
+        for start, stop in spans:
+            payload = bytes(whole[start:stop])
+            if payload[:1] not in _ANSWERS:
+                if payload == _GOODBYE:
+                    self._fail(self._state.ended_failure())
+                else:
+                    # Not a reply to a request: every later one would be off by one.
+                    self._lose(UNEXPECTED if self._waiters else UNSOLICITED, None)
+                return True
+            try:
+                future = popleft()[0]
+            except IndexError:
+                self._lose(UNSOLICITED, None)
+                return True
+            if not future.done():  # a cancelled caller's reply is read and dropped
+                future.set_result(payload)
+        return False
 
     def _room(self) -> bytearray:
         """The receive buffer, with room for a read and for the rest of the frame whose

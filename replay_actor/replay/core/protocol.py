@@ -19,7 +19,10 @@ docs/architecture.md, "Wire protocol".
 
 from __future__ import annotations
 
-from typing import Any, Final
+import struct
+import sys
+from array import array
+from typing import Annotated, Any, Final
 
 import msgspec
 
@@ -30,6 +33,7 @@ from .state import UNEXPECTED, HandleState
 
 __all__ = [
     "COMPLETE",
+    "COMPLETE_VECTORS",
     "EXHAUSTED",
     "FAILED",
     "FIXTURE_REJECTED",
@@ -42,6 +46,7 @@ __all__ = [
     "RELEASED",
     "RESPONSE",
     "SNAPSHOT",
+    "VECTORS",
     "MAX_REQUEST",
     "MAX_UNREAD",
     "COMPLETE_REPLIES",
@@ -60,6 +65,8 @@ __all__ = [
     "ready",
     "split_frames",
     "payload_size",
+    "vectors_frame",
+    "vectors_reply",
 ]
 
 # -- bootstrap replies (actor -> acquirer, once) ------------------------------------------
@@ -69,12 +76,17 @@ FAILED: Final = b"ER"  #: + a message (a dead owner, an unusable inspection path
 
 # -- requests (handle -> actor) ------------------------------------------------------------
 COMPLETE: Final = b"C"  #: + ``sha256:…``
+#: + ``sha256:…``: ``COMPLETE``, with a response's embeddings carried as raw float32
+COMPLETE_VECTORS: Final = b"V"
 SNAPSHOT: Final = b"S"
 INSPECT: Final = b"I"
 RELEASE: Final = b"Q"  #: on the bootstrap channel this ends the acquisition
 
 # -- replies (actor -> handle) ---------------------------------------------------------------
 RESPONSE: Final = b"R"  #: + the response's canonical JSON bytes
+#: + a 4-byte length, the response's JSON with each vector as its length, then every
+#: vector's float32 little-endian bytes (``vectors_reply``)
+VECTORS: Final = b"W"
 MISS: Final = b"M"
 EXHAUSTED: Final = b"X"
 JSON: Final = b"J"  #: + a JSON document (snapshot, inspection)
@@ -87,15 +99,21 @@ MAX_REQUEST: Final = 4096
 #: Replies a peer has not read, in bytes, beyond which that peer alone is dropped.
 MAX_UNREAD: Final = 64 * 1024 * 1024
 
-#: The replies that may answer a ``COMPLETE``; anything else breaks the connection.
-COMPLETE_REPLIES: Final = frozenset({RESPONSE, MISS, EXHAUSTED})
+#: The replies that may answer a ``COMPLETE`` or ``COMPLETE_VECTORS``; anything else
+#: breaks the connection.
+COMPLETE_REPLIES: Final = frozenset({RESPONSE, VECTORS, MISS, EXHAUSTED})
 _R: Final = RESPONSE[0]
+_W: Final = VECTORS[0]
 _M: Final = MISS[0]
 _X: Final = EXHAUSTED[0]
 _Z: Final = GOODBYE[0]
 
 _encode: Final = msgspec.json.Encoder().encode
 _decode: Final = msgspec.json.decode
+#: The wire's float32 are little-endian; ``array`` writes the machine's order.
+_SWAP: Final = sys.byteorder == "big"
+#: A ``VECTORS`` head's ``embeddings``: each vector's length.
+_LENGTHS: Final = list[Annotated[int, msgspec.Meta(ge=0)]]
 
 
 class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
@@ -109,6 +127,9 @@ class ActorConfig(msgspec.Struct, forbid_unknown_fields=True):
     inspection_path: str | None
     owner_watch: str = "pidfd"
     inspection_served: bool = False  # also log each hit (for ``replay-actor coverage``)
+
+
+_size_at: Final = struct.Struct(">I").unpack_from
 
 
 def frame(payload: bytes) -> bytes:
@@ -131,12 +152,12 @@ def split_frames(
     if end is None:
         end = len(data)
     if end - pos >= 4:
-        size = int.from_bytes(data[pos : pos + 4], "big")
+        size = _size_at(data, pos)[0]
         if pos + 4 + size == end and size <= limit:  # the common case: one whole frame
             return [(pos + 4, end)], end, False
     spans: list[tuple[int, int]] = []
     while end - pos >= 4:
-        size = int.from_bytes(data[pos : pos + 4], "big")
+        size = _size_at(data, pos)[0]  # (no slice made: a frame's header read in place)
         if size > limit:
             return spans, pos, True
         stop = pos + 4 + size
@@ -155,8 +176,8 @@ def payload_size(header: bytes | bytearray | memoryview) -> int:
 def decode_reply(
     reply: bytes | bytearray | memoryview, shown: str | None, state: HandleState
 ) -> dict[str, Any] | ReplayError:
-    """What a reply to ``COMPLETE`` means for the caller: the response (a fresh dict),
-    or the ``ReplayError`` to raise, never raised here.
+    """What a reply to ``COMPLETE`` (or ``COMPLETE_VECTORS``) means for the caller: the
+    response (a fresh dict), or the ``ReplayError`` to raise, never raised here.
 
     ``shown`` is the request hash the error may name (None in private mode). A goodbye
     ends the handle (``ProviderClosed``); any other frame breaks it (``ActorLost``):
@@ -172,7 +193,60 @@ def decode_reply(
         return SequenceExhausted(shown)
     if kind == _Z:
         return state.end()
-    return state.lose(UNEXPECTED)
+    # A ``VECTORS`` reply whose lengths match its bytes, or else an unexpected frame.
+    vectors = _vectors_response(reply) if kind == _W else None
+    return state.lose(UNEXPECTED) if vectors is None else vectors
+
+
+def _vectors_response(reply: bytes | bytearray | memoryview) -> dict[str, Any] | None:
+    """The response a ``VECTORS`` reply carries, its ``embeddings`` as ``array('f')``
+    (the float32 values, exact); None for a reply that is not one."""
+    view = memoryview(reply)
+    size = int.from_bytes(view[1:5], "big")
+    raw = view[5 + size :]
+    try:
+        response: dict[str, Any] = _decode(view[5 : 5 + size], type=dict[str, Any])
+        lengths = msgspec.convert(response.get("embeddings"), _LENGTHS)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if len(view) < 5 + size or 4 * sum(lengths) != len(raw):
+        return None
+    vectors = []
+    at = 0
+    for length in lengths:
+        vector = array("f")
+        vector.frombytes(raw[at : at + 4 * length])
+        if _SWAP:
+            vector.byteswap()
+        vectors.append(vector)
+        at += 4 * length
+    response["embeddings"] = vectors
+    return response
+
+
+def vectors_reply(response: bytes) -> bytes:
+    """The reply payload to a ``COMPLETE_VECTORS`` for a stored response (its canonical
+    JSON bytes): ``VECTORS`` when its embeddings are a list of vectors of numbers that
+    float32 holds exactly (how one recorded from base64 is stored), so the caller copies
+    them instead of parsing 24,576 numbers for 16 vectors of 1,536; else ``RESPONSE``, as
+    a ``COMPLETE`` is answered."""
+    plain = RESPONSE + response
+    if response.find(b'"embeddings":[[') < 0:
+        return plain
+    value = _decode(response)
+    try:
+        checked = msgspec.convert(value["embeddings"], list[list[float]])
+        vectors = [array("f", vector) for vector in checked]
+    except (msgspec.ValidationError, OverflowError, TypeError, KeyError):
+        return plain  # not vectors of numbers: the usual reply, and the usual reading
+    if any(vector.tolist() != exact for vector, exact in zip(vectors, checked, strict=True)):
+        return plain  # a value float32 does not hold exactly: kept as stored
+    if _SWAP:
+        for vector in vectors:
+            vector.byteswap()
+    value["embeddings"] = [len(vector) for vector in vectors]
+    head = _encode(value)
+    return b"".join([VECTORS, len(head).to_bytes(4, "big"), head, *map(bytes, vectors)])
 
 
 def complete_request(request_hash: str) -> bytes:
@@ -190,6 +264,11 @@ def complete_frame(request_hash: str) -> bytes:
     if len(encoded) != 71:
         return frame(COMPLETE + encoded)
     return _COMPLETE_HEAD + encoded
+
+
+def vectors_frame(request_hash: str) -> bytes:
+    """The ``COMPLETE_VECTORS`` frame for ``request_hash``."""
+    return frame(COMPLETE_VECTORS + request_hash.encode("ascii"))
 
 
 def outcome_reply(outcome: bytes | Outcome) -> bytes:

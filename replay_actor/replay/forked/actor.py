@@ -11,6 +11,7 @@ Runs in: the actor (forked by the zygote, ``zygote.py``).
                <--- READY (listener address) -   listen on an abstract AF_UNIX socket
     copies ------- connect (same uid only) ---->  one non-blocking peer per connection
     handle ------- COMPLETE + request hash ---->  Cursors.take(hash) (the only mutable state)
+                   (COMPLETE_VECTORS: the same, answered VECTORS when float32 holds them)
            <------ RESPONSE + bytes -----------   or MISS / EXHAUSTED
                                                watches: owner pidfd (psutil identity
                                                confirmed), every connection's EOF
@@ -108,6 +109,12 @@ class Actor:
             gc.collect()
             trim_heap()  # hand the loader's scratch back: it must not count in our RSS
         self.cursors = Cursors(fixture)
+        #: ``COMPLETE_VECTORS`` reply payloads of single-response entries, converted once
+        #: (``protocol.vectors_reply``), within ``_VECTORS_KEPT`` bytes in all.
+        self._vectors: dict[str, bytes] = {}
+        self._vectors_size = 0
+        #: Single-response entries whose vectors float32 does not hold: answered as stored.
+        self._as_stored: set[str] = set()
         self.record: InspectionRecord | None = None
         self.record_served = config.inspection_served
         if config.inspection_path is not None:
@@ -121,6 +128,33 @@ class Actor:
             elif self.record_served:
                 self._record("served", request_hash)
         return outcome
+
+    def complete_vectors(self, request_hash: str) -> bytes | Outcome:
+        """``complete``, answered as the reply payload to ``COMPLETE_VECTORS``
+        (``protocol.vectors_reply``): the same cursors, counters and record."""
+        kept = self._vectors.get(request_hash)
+        if kept is not None and self.cursors.take_single(request_hash):
+            if self.record is not None and self.record_served:
+                self._record("served", request_hash)
+            return kept
+        outcome = self.complete(request_hash)
+        if type(outcome) is not bytes:
+            return outcome
+        if request_hash in self._as_stored:
+            return protocol.RESPONSE + outcome  # known not to convert: not tried again
+        payload = protocol.vectors_reply(outcome)
+        if self.cursors.fixture.single(request_hash):
+            self._keep(request_hash, payload)
+        return payload
+
+    def _keep(self, request_hash: str, payload: bytes) -> None:
+        """Remember a single-response entry's ``COMPLETE_VECTORS`` answer: its converted
+        reply (within ``_VECTORS_KEPT`` bytes in all), or that it is answered as stored."""
+        if payload[:1] != protocol.VECTORS:
+            self._as_stored.add(request_hash)
+        elif self._vectors_size + len(payload) <= _VECTORS_KEPT:
+            self._vectors[request_hash] = payload
+            self._vectors_size += len(payload)
 
     def _record(self, event: Any, request_hash: str) -> None:
         assert self.record is not None
@@ -320,6 +354,8 @@ _MISS_FRAME: Final = protocol.frame(protocol.MISS)
 _RESPONSE: Final = protocol.RESPONSE
 _MAX_UNREAD: Final = protocol.MAX_UNREAD
 _EXHAUSTED_FRAME: Final = protocol.frame(protocol.EXHAUSTED)
+#: The most bytes of converted vector replies an actor keeps (``Actor.complete_vectors``).
+_VECTORS_KEPT: Final = 64 * 1024 * 1024
 _RELEASED_FRAME: Final = protocol.frame(protocol.RELEASED)
 _GOODBYE_FRAME: Final = protocol.frame(protocol.GOODBYE)
 if hasattr(select, "epoll"):
@@ -502,26 +538,11 @@ class _Loop:
         actor = self.actor
         op = message[:1]
         outbox = peer.outbox
-        if op == protocol.COMPLETE:
+        if op == protocol.COMPLETE or op == protocol.COMPLETE_VECTORS:
             # Only a well-formed hash reaches the cursors and the inspection record.
             if len(message) != _COMPLETE_SIZE or _HASH_RE.fullmatch(message, 1) is None:
                 return _DROP
-            outcome = actor.complete(message[1:].decode("ascii"))
-            if type(outcome) is bytes:
-                size = len(outcome)
-                head = (size + 1).to_bytes(4, "big") + _RESPONSE
-                if size <= 65536:
-                    frame = head + outcome
-                    outbox.append(frame)
-                    peer.unsent += len(frame)
-                else:  # a large response goes out as it is, not copied
-                    outbox.append(head)
-                    outbox.append(outcome)
-                    peer.unsent += 5 + size
-            else:
-                frame = _EXHAUSTED_FRAME if outcome is EXHAUSTED else _MISS_FRAME
-                outbox.append(frame)
-                peer.unsent += len(frame)
+            self._complete(peer, op, message[1:].decode("ascii"))
         elif op == protocol.SNAPSHOT or op == protocol.INSPECT:
             if len(message) != 1:
                 return _DROP
@@ -539,6 +560,31 @@ class _Loop:
         if peer.unsent > _MAX_UNREAD:
             return _DROP  # it asks and never reads: it alone pays
         return None
+
+    def _complete(self, peer: _Peer, op: bytes | bytearray, request_hash: str) -> None:
+        """Answer one ``COMPLETE`` (or ``COMPLETE_VECTORS``) into ``peer``'s outbox."""
+        outbox = peer.outbox
+        if op == protocol.COMPLETE:
+            outcome = self.actor.complete(request_hash)
+            opcode = _RESPONSE
+        else:
+            outcome = self.actor.complete_vectors(request_hash)
+            opcode = b""  # (the payload carries its own)
+        if type(outcome) is bytes:
+            size = len(outcome) + len(opcode)
+            head = size.to_bytes(4, "big") + opcode
+            if size <= 65536:
+                frame = head + outcome
+                outbox.append(frame)
+                peer.unsent += len(frame)
+            else:  # a large response goes out as it is, not copied
+                outbox.append(head)
+                outbox.append(outcome)
+                peer.unsent += 4 + size
+        else:
+            frame = _EXHAUSTED_FRAME if outcome is EXHAUSTED else _MISS_FRAME
+            outbox.append(frame)
+            peer.unsent += len(frame)
 
     def _accept(self) -> None:
         try:

@@ -76,8 +76,8 @@ def _encoding(body: dict[str, Any]) -> str:
 
 def response_body(response: Response, call: VendorCall) -> dict[str, Any]:
     """The ``list`` of ``embedding`` objects, in the asked encoding."""
-    vectors = stored_vectors(response, len(call.request["texts"]))
     as_base64 = call.answer_as == "base64"
+    vectors = stored_vectors(response, len(call.request["texts"]), raw=as_base64)
     usage = response.usage or {}
     prompt = usage.get("prompt_tokens", 0)
     return {
