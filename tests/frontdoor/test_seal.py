@@ -196,7 +196,7 @@ def test_the_proxy_seal_answers_proxied_requests_and_connect_from_the_fixture_on
     assert out["content"] == "hello"  # NO_PROXY names the front door: served directly
     for fetched in (out["http"], out["host"], out["https"]):
         status, message = fetched
-        assert status == 404
+        assert status == 422
         assert message.startswith("no replay fixture matches this request (request_hash: ")
     assert accepted(host_listener) == 0
     assert done.stderr.count("replay-actor: miss: no replay fixture matches") == 3
