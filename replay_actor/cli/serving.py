@@ -141,7 +141,7 @@ def _options_after_manifest(args: argparse.Namespace, command: list[str]) -> lis
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from ..frontdoor.run import run_command
+    from ..frontdoor.run import RunOptions, run_command
 
     command = _options_after_manifest(args, list(args.command))
     if isinstance(command, int):
@@ -150,15 +150,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"{PROG} run: error: a COMMAND is required after --", file=sys.stderr)
         return EXIT_USAGE
     with _named_errors(args.manifest, args.host, args.port) as manifest:
-        return run_command(
-            manifest,
-            command,
-            host=args.host,
-            port=args.port,
-            seal=args.seal,
-            allow_misses=args.allow_misses,
-            log=args.log,
-        )
+        options = RunOptions((args.host, args.port), args.seal, args.allow_misses, args.log)
+        return run_command(manifest, command, options)
 
 
 SERVE: Final = Command(

@@ -70,6 +70,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SEALS",
+    "ChildWorld",
+    "RunOptions",
     "exec_failure",
     "run_command",
     "secret_names",
@@ -137,29 +139,33 @@ class _Child:
     listener: socket.socket | None = None
 
 
+@dataclass(frozen=True)
+class ChildWorld:
+    """What COMMAND's world is made of beside the front door: the secrets kept from its
+    environment (their names), its clock (``provider.clock``) and the tools' settings
+    (their authority, for the trust variables) when the run freezes tools."""
+
+    secret_names: set[str]
+    clock: Clock | None = None
+    tools: ToolSettings | None = None
+
+
 class _Launch:
     """How to start COMMAND under the chosen seal: ``await spawn()`` is the child, or
     an exit status when there is none to run; ``seal`` is then the seal it got (or was
     to get), ``refused`` whether ``--seal namespace`` refused to start."""
 
     def __init__(
-        self,
-        door: FrontDoor,
-        command: Sequence[str],
-        secret_names: set[str],
-        seal: str,
-        *,
-        clock: Clock | None = None,
-        tools: ToolSettings | None = None,
+        self, door: FrontDoor, command: Sequence[str], seal: str, child: ChildWorld
     ) -> None:
         self._door = door
         self._command = command
-        self._secrets = secret_names
+        self._secrets = child.secret_names
         self._wanted = seal  # namespace, auto (namespace, else proxy), proxy or off
-        self._tools = tools
+        self._tools = child.tools
         self.seal = "namespace" if seal == "auto" else seal
         self.refused = False
-        self.clock = clock
+        self.clock = child.clock
 
     def environment(self, seal: str) -> dict[str, str]:
         # Only the front door: the host's other loopback services are not the child's.
@@ -328,40 +334,46 @@ def _snapshot(provider: Provider) -> dict[str, Any] | None:
         return None
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """``run``'s options (docs/front-door.md): the front door's ``address`` (host, port;
+    port 0: any free one), the ``seal`` (one of :data:`SEALS`; None: the manifest's
+    default), ``allow_misses`` (COMMAND's status even after a miss) and the run ``log``'s
+    path (docs/attribution.md), instead of the manifest's."""
+
+    address: tuple[str, int] = (DEFAULT_HOST, 0)
+    seal: str | None = None
+    allow_misses: bool = False
+    log: str | os.PathLike[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.seal is not None and self.seal not in SEALS:
+            raise ValueError(f"--seal must be one of {', '.join(SEALS)}, not {self.seal!r}")
+
+
 def run_command(
-    manifest: ManifestLike,
-    command: Sequence[str],
-    *,
-    host: str = DEFAULT_HOST,
-    port: int = 0,
-    seal: str | None = None,
-    allow_misses: bool = False,
-    log: str | os.PathLike[str] | None = None,
+    manifest: ManifestLike, command: Sequence[str], options: RunOptions | None = None
 ) -> int:
-    """``replay-actor run``: serve the manifest's provider to ``command``; its status
-    (``seal``: one of :data:`SEALS`, None for the manifest's default; ``log``: the run
-    log's path, docs/attribution.md, instead of the manifest's). A manifest file is
-    read once, here: the seal, the provider, the secrets and the miss reporter all come
-    from that one reading, whatever happens to the file afterwards."""
+    """``replay-actor run``: serve the manifest's provider to ``command``; its status. A
+    manifest file is read once, here: the seal, the provider, the secrets and the miss
+    reporter all come from that one reading, whatever happens to the file afterwards."""
     if not command:
         raise ValueError("run needs a COMMAND after --")
-    if seal is not None and seal not in SEALS:
-        raise ValueError(f"--seal must be one of {', '.join(SEALS)}, not {seal!r}")
+    options = RunOptions() if options is None else options
     from ..manifest import open_provider, read_manifest
 
     read = read_manifest(manifest)
     # Before anything starts: a clock that cannot be given refuses the run (exit 1).
     clock = prepare_clock(read.clock, os.environ)
     # The key is read here, into the adapter, before the child's environment exists.
-    provider: Provider = open_provider(read, log=log)
+    provider: Provider = open_provider(read, log=options.log)
     tools: ToolSettings | None = None
     try:
         tools = _tool_settings(read)
-        chosen = seal or ("auto" if read.kind == "replay" else "off")
+        chosen = options.seal or ("auto" if read.kind == "replay" else "off")
         door = FrontDoor(
             provider,
-            host,
-            port,
+            *options.address,
             release_on_close=False,
             report_blocked=_report_blocked,
             on_failure=reporter_for(read),
@@ -371,7 +383,8 @@ def run_command(
         warning = foreign_key_warning(os.environ)
         if warning is not None:
             print(warning, file=sys.stderr)
-        launch = _Launch(door, command, secret_names(read), chosen, clock=clock, tools=tools)
+        child = ChildWorld(secret_names(read), clock, tools)
+        launch = _Launch(door, command, chosen, child)
         # A recorder's ``compact`` (through the run log's wrapper too), for the signals.
         compact = getattr(provider, "compact", None) if read.kind == "record" else None
         tune_collector()
@@ -379,7 +392,7 @@ def run_command(
         if launch.refused:
             return status  # nothing ran: nothing to sum up
         print(summary_line(door.outcomes, _snapshot(provider), launch.seal), file=sys.stderr)
-        return exit_status(status, door.outcomes, allow_misses=allow_misses)
+        return exit_status(status, door.outcomes, allow_misses=options.allow_misses)
     finally:
         provider.release()
         if tools is not None:

@@ -176,7 +176,7 @@ class FrontDoor:
     ``on_failure`` is told of every call the provider failed (the miss reporter,
     :mod:`.misses`)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - a keyword per part: bounds, counts, hooks, tools
         self,
         provider: Provider,
         host: str = DEFAULT_HOST,

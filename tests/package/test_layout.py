@@ -339,9 +339,6 @@ MAX_FUNCTION_LINES = 80
 _WAIVER = re.compile(r"#\s*noqa:[^\n]*\b(?:PLR09\d\d|C901)\b")
 #: A waiver's reason: after its rule codes, `` - `` and the words (``noqa: PLR0913 - why``).
 _REASON = re.compile(r"#\s*noqa:\s*[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*\s+-\s+\S")
-#: Files being rewritten whose waivers get their reasons with the rewrite (each is a
-#: pending entry of pyproject.toml's per-file ignores too).
-PENDING_REASONS = frozenset({"replay_actor/replay/forked/actor.py"})
 
 
 def _sources() -> list[Path]:
@@ -392,8 +389,7 @@ def test_the_package_keeps_its_complexity_waivers_few() -> None:
 
 
 def test_every_complexity_waiver_says_why_on_its_line() -> None:
-    unexplained = unexplained_waivers(_sources())
-    assert [w for w in unexplained if w.partition(":")[0] not in PENDING_REASONS] == []
+    assert unexplained_waivers(_sources()) == []
 
 
 def test_no_source_file_is_over_800_lines() -> None:

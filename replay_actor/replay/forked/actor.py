@@ -311,6 +311,13 @@ class _Peer:
                 outbox.clear()
                 return self.unsent <= _MAX_UNREAD
             outbox[0] = memoryview(data)[written:]
+        return self._flush_queue()
+
+    def _flush_queue(self) -> bool:
+        """``flush`` of several replies, or of what is left of one: written together
+        (``writev``) until the socket takes no more."""
+        outbox = self.outbox
+        fd = self.fd
         while outbox:
             try:
                 if len(outbox) == 1:
@@ -322,15 +329,20 @@ class _Peer:
             except OSError:
                 return False
             self.unsent -= written
-            while written:
-                head = outbox[0]
-                if written >= len(head):
-                    written -= len(head)
-                    outbox.popleft()
-                else:
-                    outbox[0] = memoryview(head)[written:]
-                    written = 0
+            self._consume(written)
         return self.unsent <= _MAX_UNREAD
+
+    def _consume(self, written: int) -> None:
+        """Drop ``written`` bytes from the head of the outbox."""
+        outbox = self.outbox
+        while written:
+            head = outbox[0]
+            if written >= len(head):
+                written -= len(head)
+                outbox.popleft()
+            else:
+                outbox[0] = memoryview(head)[written:]
+                written = 0
 
     def close(self) -> None:
         fd, self.fd = self.fd, -1
@@ -430,7 +442,7 @@ class _Loop:
             self._unwatch(self.listener.fileno())
         self.listening = on
 
-    def run(self) -> None:  # noqa: PLR0912
+    def run(self) -> None:
         watch = self.watch
         poll_timeout = None if watch.fd is not None else POLL_INTERVAL
         next_poll = time.monotonic() + POLL_INTERVAL
@@ -438,15 +450,8 @@ class _Loop:
         sources = self.sources
         listener = self.listener
         while self.peers:
-            timeout = poll_timeout
-            if not self.listening:
-                # Out of descriptors earlier: try the listener again now and then, in
-                # case descriptors were freed another way than by a peer leaving.
-                wait = max(0.0, self.relisten_at - time.monotonic())
-                timeout = wait if timeout is None else min(timeout, wait)
-            events = poll(-1 if timeout is None else timeout)
-            if not self.listening and time.monotonic() >= self.relisten_at:
-                self._listen(True)
+            events = poll(self._wait(poll_timeout))
+            self._relisten_when_due()
             if poll_timeout is not None and time.monotonic() >= next_poll:
                 # Checked on every wake-up once due, so a busy actor notices too.
                 if watch.poll_dead():
@@ -461,27 +466,48 @@ class _Loop:
                 if source is listener:
                     self._accept()
                     continue
-                peer: _Peer = source  # type: ignore[assignment]  # the only other source
-                outcome = None
-                # Readable, or hung up / in error (the read then says so), as selectors do.
-                if mask & _NOT_OUT and not peer.paused:
-                    outcome = self._readable(peer)
-                if outcome is None:
-                    outcome = self._pump(peer)
-                if outcome is _ENDED:
-                    self._goodbye()
+                # The only other source is a peer.
+                if self._peer_event(source, mask):  # type: ignore[arg-type]
                     return
-                if outcome is _DROP:
-                    self._drop(peer)
-                    continue
-                # Wait for room only while replies are pending (an idle peer watched
-                # for writing would wake us forever), and for requests unless paused.
-                wanted = 0 if peer.paused else _IN
-                if peer.outbox:
-                    wanted |= _OUT
-                if wanted != peer.events:
-                    peer.events = wanted
-                    self.poller.modify(peer.fd, wanted)
+
+    def _wait(self, poll_timeout: float | None) -> float:
+        """How long the next poll may sleep (-1: until an event)."""
+        timeout = poll_timeout
+        if not self.listening:
+            # Out of descriptors earlier: try the listener again now and then, in case
+            # descriptors were freed another way than by a peer leaving.
+            wait = max(0.0, self.relisten_at - time.monotonic())
+            timeout = wait if timeout is None else min(timeout, wait)
+        return -1 if timeout is None else timeout
+
+    def _relisten_when_due(self) -> None:
+        if not self.listening and time.monotonic() >= self.relisten_at:
+            self._listen(True)
+
+    def _peer_event(self, peer: _Peer, mask: int) -> bool:
+        """A peer is ready: answer what it sent, write what it takes; True when the
+        actor ends (a peer asked it to)."""
+        outcome = None
+        # Readable, or hung up / in error (the read then says so), as selectors do.
+        if mask & _NOT_OUT and not peer.paused:
+            outcome = self._readable(peer)
+        if outcome is None:
+            outcome = self._pump(peer)
+        if outcome is _ENDED:
+            self._goodbye()
+            return True
+        if outcome is _DROP:
+            self._drop(peer)
+            return False
+        # Wait for room only while replies are pending (an idle peer watched for
+        # writing would wake us forever), and for requests unless paused.
+        wanted = 0 if peer.paused else _IN
+        if peer.outbox:
+            wanted |= _OUT
+        if wanted != peer.events:
+            peer.events = wanted
+            self.poller.modify(peer.fd, wanted)
+        return False
 
     def _readable(self, peer: _Peer) -> object:
         """Take what the peer sent and answer the whole frames in it."""
