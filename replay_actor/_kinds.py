@@ -158,16 +158,12 @@ def other_kind_canonical(source: Mapping[str, Any] | msgspec.Struct) -> bytes | 
     raise RequestError(f"invalid request: {message}")
 
 
-def other_kind_request(canonical: bytes) -> OtherRequest | None:
-    """The struct of a request of another kind from its canonical bytes (None: a
-    ``Request``'s, which ``_request.py`` builds)."""
-    # Cheap for a chat request; a false positive (the text in a message) decodes to no kind
-    # of these. ``kind`` sorts after ``body`` and ``dimensions``, so it is not always first.
-    if b'"kind":"' not in canonical:
+def other_kind_request(source: Mapping[str, Any] | msgspec.Struct) -> OtherRequest | None:
+    """The checked struct of a request of another kind (None: a chat-shaped request,
+    which ``_request.py`` builds). Raises ``RequestError`` as ``other_kind_canonical``."""
+    canonical = other_kind_canonical(source)
+    if canonical is None:
         return None
     plain = msgspec.json.decode(canonical)
-    into = _OTHER.get(plain.get("kind"))
-    if into is None:
-        return None
-    made: OtherRequest = msgspec.convert(plain, into)  # type: ignore[assignment]
+    made: OtherRequest = msgspec.convert(plain, _OTHER[plain["kind"]])  # type: ignore[assignment]
     return made

@@ -351,10 +351,10 @@ def normalise_request(request: RequestLike) -> AnyRequest:
 
     Raises ``RequestError`` saying what is wrong and where (a JSON path).
     """
-    canonical, _ = _canonical_parts(request)  # checks every free-form value as hashing does
-    other = other_kind_request(canonical)
+    other = other_kind_request(request)
     if other is not None:
         return other
+    _canonical_parts(request)  # checks every free-form value as hashing does
     return _convert(_source(request), Request)
 
 

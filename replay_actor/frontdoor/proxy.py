@@ -27,7 +27,8 @@ the request target to the application as it came (httptools keeps only the path)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, MutableMapping
+import functools
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -109,22 +110,27 @@ class ProxyRefusal:
         if authority in self._authorities:
             await self._app(inner, receive, send)
             return
-        if self.ignore is not None and self.ignore.matches(authority or target):
-            await self.ignore.answer(send, authority or target)
-            return
         origin = self._origin(parts.scheme, authority)
+        exchange = None
         if origin is not None and self._tools is not None:
-            await self._tools(*origin)(inner, receive, send)
-            return
-        await self._foreign(send, authority or target, f"{scope['method']} {target}")
+            exchange = functools.partial(self._tools(*origin), inner, receive)
+        await self._foreign(send, authority or target, f"{scope['method']} {target}", exchange)
 
-    async def _foreign(self, send: Send, host: str, request: str) -> None:
-        """A request meant for another host: ignored if the manifest says so, else
-        refused."""
+    async def _foreign(
+        self,
+        send: Send,
+        host: str,
+        request: str,
+        exchange: Callable[[Send], Awaitable[None]] | None = None,
+    ) -> None:
+        """A request meant for another host: ignored if the manifest says so, else a
+        tool's ``exchange`` when the run freezes tools, else refused."""
         if self.ignore is not None and self.ignore.matches(host):
             await self.ignore.answer(send, host)
-            return
-        await self._refuse(send, host, request)
+        elif exchange is not None:
+            await exchange(send)
+        else:
+            await self._refuse(send, host, request)
 
     @staticmethod
     def _origin(scheme: str, authority: str) -> tuple[str, str, int] | None:

@@ -21,7 +21,6 @@ as if it stayed, so the size errs high, never low: a fixture is never written pa
 from __future__ import annotations
 
 import threading
-from typing import Final
 
 from .._errors import FixtureError
 from ..fixture import (
@@ -34,10 +33,7 @@ from ..fixture import (
     single_line,
 )
 
-__all__ = ["Ledger", "line_length"]
-
-#: The length of an entry's line in the kept layout (the fixture's layout rule).
-line_length: Final = kept_line_length
+__all__ = ["Ledger"]
 
 
 class _Entry:
@@ -115,7 +111,7 @@ class Ledger:
         reason = _response_reason(request_hash, response, count, ceilings)
         if reason is not None:
             return reason
-        new_line = line_length(count, entry.total + len(response))
+        new_line = kept_line_length(count, entry.total + len(response))
         if new_line > ceilings.max_line_bytes:
             return "line_too_long"
         if entry.count == 0 and self._entries + 1 > ceilings.max_entries:
@@ -127,7 +123,7 @@ class Ledger:
     def fold(self, request_hash: str, response: bytes) -> None:
         """Count a record in (one ``admit`` accepted, or another recorder wrote)."""
         entry = self._entry(request_hash)
-        new_line = line_length(entry.count + 1, entry.total + len(response))
+        new_line = kept_line_length(entry.count + 1, entry.total + len(response))
         self.size += _growth(entry, new_line)
         if entry.count == 0:
             self._entries += 1
