@@ -13,7 +13,7 @@ CREWAI := $(VENV)/crewai
 CSTAMP := $(CREWAI)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help test test-tools lint typecheck pytest node-deps browser crewai demo demo-sdk bench soak clean
+.PHONY: help test test-tools lint typecheck pytest node-deps node-tools browser crewai demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -54,7 +54,7 @@ test: $(STAMP) $(CSTAMP) node-deps browser ## install into .venv, then run ruff,
 # Whole evaluation tools recording, replaying and comparing as docs/eval-tools.md pastes
 # them (minutes each): a target of their own, so that `make test` stays within its budget;
 # .ci/run runs both.
-test-tools: $(STAMP) $(CSTAMP) ## run docs/eval-tools.md's commands with each real tool (pytest -m tools)
+test-tools: $(STAMP) $(CSTAMP) node-tools ## run docs/eval-tools.md's commands with each real tool (pytest -m tools)
 	$(PY) -m pytest -m tools
 
 lint: $(STAMP) ## ruff only
@@ -77,6 +77,19 @@ node-deps: ## install the npm packages the Node tests use into .cache/node (if n
 		echo "make: installing the npm packages $(NODE_PACKAGES) into .cache/node with npm (promptfoo is about 1.4 GB: a few minutes; each fetch is logged)"; \
 		npm install --loglevel http --no-audit --no-fund --prefix .cache/node $(NODE_PACKAGES); }; \
 	else echo "make: no node: the Node tests will skip"; fi
+
+# The Node evaluation tools of docs/eval-tools.md (OpenAI Agents JS, Mastra), in a prefix
+# of their own (.cache/node-tools): @openai/agents needs openai 7, the Node tests above
+# drive openai 6. `@latest` because npm on a Node older than their engines (>= 22) would
+# quietly pick an old release instead.
+NODE_TOOLS := @openai/agents @mastra/core @ai-sdk/openai
+node-tools: ## install the Node evaluation tools for make test-tools into .cache/node-tools (if node exists)
+	@if command -v node >/dev/null 2>&1; then \
+		for p in $(NODE_TOOLS); do test -d .cache/node-tools/node_modules/$$p || missing=1; done; \
+		test -z "$$missing" || { \
+		echo "make: installing the latest npm releases of $(NODE_TOOLS) into .cache/node-tools with npm (about 220 MB: a minute or so; each fetch is logged)"; \
+		npm install --loglevel http --no-audit --no-fund --prefix .cache/node-tools $(addsuffix @latest,$(NODE_TOOLS)); }; \
+	else echo "make: no node: the Node evaluation tools' tests will skip"; fi
 
 demo: $(STAMP) ## run the example evaluation: baseline and candidate against a bundled fixture
 	$(PY) examples/demo.py

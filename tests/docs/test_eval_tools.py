@@ -7,7 +7,9 @@ and the candidate missed (the calls the baseline never made).
 
 The sections of tools installed elsewhere (promptfoo, lm-evaluation-harness) have no
 ``shell`` block: their own tests run them. CrewAI runs from its own environment
-(``make crewai``)."""
+(``make crewai``); the Node tools (OpenAI Agents JS, Mastra) from ``.cache/node-tools``
+(``make node-tools``), as a ``node_modules`` in a folder above the scratch copy, where
+a user's ``npm install`` puts them."""
 
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(900)]
 PAGE = ROOT / "docs" / "eval-tools.md"
 SHELL = re.compile(r"^```shell\n(.*?)^```$", re.S | re.M)
 CREWAI_BIN = ROOT / ".venv" / "crewai" / "bin"
+NODE_TOOLS = ROOT / ".cache" / "node-tools" / "node_modules"
 
 
 def sections() -> dict[str, str]:
@@ -43,7 +46,13 @@ def sections() -> dict[str, str]:
 
 
 def test_the_page_has_a_block_per_tool_it_runs() -> None:
-    assert sorted(sections()) == ["CrewAI", "Inspect AI", "LangGraph"]
+    assert sorted(sections()) == [
+        "CrewAI",
+        "Inspect AI",
+        "LangGraph",
+        "Mastra",
+        "OpenAI Agents JS",
+    ]
 
 
 def test_the_manifests_shown_are_the_examples() -> None:
@@ -57,8 +66,9 @@ def _outcomes(log: Path) -> list[str]:
     return [json.loads(line)["outcome"] for line in log.read_text().splitlines()]
 
 
-def _pasted(tmp_path: Path, heading: str, path: list[Path]) -> Path:
-    """Run the section's block as pasted; the example folder it ran in."""
+def _pasted(tmp_path: Path, heading: str, path: list[Path], unset: tuple[str, ...] = ()) -> Path:
+    """Run the section's block as pasted (without the variables ``unset``, which the
+    test's environment would otherwise hand it); the example folder it ran in."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     folder = tmp_path / "examples" / "eval_tools"
     vendor = ArithVendor()
@@ -70,6 +80,8 @@ def _pasted(tmp_path: Path, heading: str, path: list[Path]) -> Path:
             PATH=os.pathsep.join([*map(str, path), os.environ.get("PATH", "")]),
             ARITH_KEY="stand-in-key-0123456789",
         )
+        for name in unset:
+            env.pop(name, None)
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", sections()[heading]],
             cwd=tmp_path,
@@ -108,3 +120,27 @@ def test_inspect_with_and_without_batch(tmp_path: Path) -> None:
     pytest.importorskip("inspect_ai")
     folder = _pasted(tmp_path, "Inspect AI", [BIN])
     assert set(_outcomes(folder / "batch.log")) == {"served"}
+
+
+def _node_tools(tmp_path: Path, *packages: str) -> None:
+    """The packages as ``npm install`` in a folder above the example puts them."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    if not all((NODE_TOOLS / package).is_dir() for package in packages):
+        pytest.skip(f"{' '.join(packages)} missing from {NODE_TOOLS}: make node-tools")
+    (tmp_path / "node_modules").symlink_to(NODE_TOOLS, target_is_directory=True)
+
+
+@pytest.mark.tools  # a whole tool: make test-tools runs it
+def test_openai_agents_js(tmp_path: Path) -> None:
+    _node_tools(tmp_path, "@openai/agents")
+    # The section sets no tracing switch: run's own OPENAI_AGENTS_DISABLE_TRACING must do.
+    folder = _pasted(tmp_path, "OpenAI Agents JS", [BIN], unset=("OPENAI_AGENTS_DISABLE_TRACING",))
+    assert len(_outcomes(folder / "base.log")) == 6  # three samples of two turns
+
+
+@pytest.mark.tools  # a whole tool: make test-tools runs it
+def test_mastra(tmp_path: Path) -> None:
+    _node_tools(tmp_path, "@mastra/core", "@ai-sdk/openai")
+    folder = _pasted(tmp_path, "Mastra", [BIN])
+    assert len(_outcomes(folder / "base.log")) == 6  # three samples of two turns
