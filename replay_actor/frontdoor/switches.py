@@ -72,6 +72,12 @@ SWITCHES: Final[tuple[Switch, ...]] = (
         "openai-agents (Python), @openai/agents (JavaScript)",
         "trace export to the vendor's platform, which the run's token cannot authorise",
     ),
+    Switch(
+        "MASTRA_TELEMETRY_DISABLED",
+        "1",
+        "Mastra (@mastra/core)",
+        "usage telemetry (PostHog events of a Mastra instance)",
+    ),
     Switch("HAYSTACK_TELEMETRY_ENABLED", "False", "Haystack", "usage telemetry"),
     Switch("ANONYMIZED_TELEMETRY", "False", "Chroma, browser-use", "usage telemetry"),
     Switch("RAGAS_DO_NOT_TRACK", "true", "ragas", "usage telemetry"),
