@@ -11,9 +11,14 @@ BSTAMP := $(VENV)/.installed-bench
 # tests/integrations/test_framework_misses.py run them under replay-actor run).
 CREWAI := $(VENV)/crewai
 CSTAMP := $(CREWAI)/.installed
+# ragas's and AutoGen's latest releases would downgrade what the extras above install
+# (ragas: openai, langchain-openai, rich, tenacity; autogen-ext: protobuf), so they share
+# an environment of their own too (tests/docs/test_eval_tools.py runs them under run).
+ETOOLS := $(VENV)/evaltools
+ESTAMP := $(ETOOLS)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help test test-tools lint typecheck pytest node-deps node-tools browser crewai demo demo-sdk bench soak clean
+.PHONY: help test test-tools lint typecheck pytest node-deps node-tools browser crewai evaltools demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -40,6 +45,15 @@ $(CSTAMP): pyproject.toml | $(PY)
 
 crewai: $(CSTAMP) ## install CrewAI and LlamaIndex's OpenAI LLM into .venv/crewai (their own environment)
 
+$(ESTAMP): pyproject.toml | $(PY)
+	@echo "make: installing ragas and AutoGen into $(ETOOLS), an environment of their own (a few minutes)"
+	$(PYTHON) -m venv $(ETOOLS)
+	$(ETOOLS)/bin/python $(PIP) --upgrade pip
+	$(ETOOLS)/bin/python $(PIP) -e '.[serve,ragas,autogen]'
+	touch $@
+
+evaltools: $(ESTAMP) ## install ragas and AutoGen into .venv/evaltools (their own environment)
+
 $(BSTAMP): pyproject.toml | $(PY)
 	@echo "make: installing the benchmarks' extras into $(VENV) with pip"
 	$(PY) $(PIP) -e '.[$(EXTRAS),bench]'
@@ -54,7 +68,7 @@ test: $(STAMP) $(CSTAMP) node-deps browser ## install into .venv, then run ruff,
 # Whole evaluation tools recording, replaying and comparing as docs/eval-tools.md pastes
 # them (minutes each): a target of their own, so that `make test` stays within its budget;
 # .ci/run runs both.
-test-tools: $(STAMP) $(CSTAMP) node-tools ## run docs/eval-tools.md's commands with each real tool (pytest -m tools)
+test-tools: $(STAMP) $(CSTAMP) $(ESTAMP) node-tools ## run docs/eval-tools.md's commands with each real tool (pytest -m tools)
 	$(PY) -m pytest -m tools
 
 lint: $(STAMP) ## ruff only

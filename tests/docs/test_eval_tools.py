@@ -7,9 +7,10 @@ and the candidate missed (the calls the baseline never made).
 
 The sections of tools installed elsewhere (promptfoo, lm-evaluation-harness) have no
 ``shell`` block: their own tests run them. CrewAI runs from its own environment
-(``make crewai``); the Node tools (OpenAI Agents JS, Mastra) from ``.cache/node-tools``
-(``make node-tools``), as a ``node_modules`` in a folder above the scratch copy, where
-a user's ``npm install`` puts them."""
+(``make crewai``), ragas and AutoGen from theirs (``make evaltools``); the Node tools
+(OpenAI Agents JS, Mastra) from ``.cache/node-tools`` (``make node-tools``), as a
+``node_modules`` in a folder above the scratch copy, where a user's ``npm install`` puts
+them."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ PAGE = ROOT / "docs" / "eval-tools.md"
 SHELL = re.compile(r"^```shell\n(.*?)^```$", re.S | re.M)
 CREWAI_BIN = ROOT / ".venv" / "crewai" / "bin"
 NODE_TOOLS = ROOT / ".cache" / "node-tools" / "node_modules"
+EVALTOOLS_BIN = ROOT / ".venv" / "evaltools" / "bin"
 
 
 def sections() -> dict[str, str]:
@@ -47,11 +49,14 @@ def sections() -> dict[str, str]:
 
 def test_the_page_has_a_block_per_tool_it_runs() -> None:
     assert sorted(sections()) == [
+        "AutoGen",
         "CrewAI",
+        "DeepEval",
         "Inspect AI",
         "LangGraph",
         "Mastra",
         "OpenAI Agents JS",
+        "ragas",
     ]
 
 
@@ -120,6 +125,30 @@ def test_inspect_with_and_without_batch(tmp_path: Path) -> None:
     pytest.importorskip("inspect_ai")
     folder = _pasted(tmp_path, "Inspect AI", [BIN])
     assert set(_outcomes(folder / "batch.log")) == {"served"}
+
+
+@pytest.mark.tools  # minutes of a whole tool: make test-tools runs it
+def test_deepeval(tmp_path: Path) -> None:
+    pytest.importorskip("deepeval")
+    folder = _pasted(tmp_path, "DeepEval", [BIN])
+    # The judge's calls were recorded and replayed as the answers' were: three of each.
+    assert len(_outcomes(folder / "base.log")) == 6
+
+
+@pytest.mark.tools  # minutes of a whole tool: make test-tools runs it
+def test_ragas(tmp_path: Path) -> None:
+    if not (EVALTOOLS_BIN / "replay-actor").exists():
+        pytest.skip("ragas's environment is missing: make evaltools")
+    folder = _pasted(tmp_path, "ragas", [EVALTOOLS_BIN])
+    # Three answers and two judge calls for each.
+    assert len(_outcomes(folder / "base.log")) == 9
+
+
+@pytest.mark.tools  # minutes of a whole tool: make test-tools runs it
+def test_autogen(tmp_path: Path) -> None:
+    if not (EVALTOOLS_BIN / "replay-actor").exists():
+        pytest.skip("AutoGen's environment is missing: make evaltools")
+    _pasted(tmp_path, "AutoGen", [EVALTOOLS_BIN])
 
 
 def _node_tools(tmp_path: Path, *packages: str) -> None:

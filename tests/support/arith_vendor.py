@@ -53,17 +53,32 @@ def _text(content: Any) -> str:
 
 
 def answer(messages: list[dict[str, Any]]) -> str:
-    """The stand-in model's answer to a conversation."""
+    """The stand-in model's answer to a conversation.
+
+    A judge's prompt (an evaluation tool's model-graded metric: the last user message asks
+    for JSON and shows the answer it grades, after ``Actual Output:`` as DeepEval's G-Eval
+    writes it or as ``"user_answer": "…"`` as ragas's answer accuracy does) gets a JSON
+    verdict: full marks when the graded answer is the right number, none otherwise, as
+    ``{"rating": 4 or 0}`` where the prompt asks for a ``"rating"`` (ragas), else
+    ``{"reason": …, "score": 10 or 0}`` (DeepEval).
+    """
     users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
     system = " ".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
     asked = users[-1] if users else ""
     found = _QUESTION.search(" ".join(users))
+    graded = re.findall(r'(?:Actual Output:\s*|"user_answer":\s*")([^\n"]*)', asked)
     if found is None:
         reply = f"I cannot tell: {asked[:40]}"
     else:
         a, op, b = int(found.group(1)), found.group(2), int(found.group(3))
         value = a + b if op == "+" else a - b if op == "-" else a * b
         reply = _words(value).capitalize() + "." if "Show your working" in asked else str(value)
+        if "JSON" in asked and graded:  # the last one shown is graded; the rest are examples
+            right = graded[-1].strip().rstrip(".") == str(value)
+            if '"rating"' in asked:
+                return json.dumps({"rating": 4 if right else 0})
+            reason = "The answer is the right number." if right else "The number is wrong."
+            return json.dumps({"reason": reason, "score": 10 if right else 0})
     if "Final Answer:" in system:
         reply = f"Thought: I now know the final answer\nFinal Answer: {reply}"
     return reply
