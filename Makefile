@@ -18,7 +18,7 @@ ETOOLS := $(VENV)/evaltools
 ESTAMP := $(ETOOLS)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help test test-tools lint typecheck pytest node-deps node-tools browser crewai evaltools demo demo-sdk bench soak clean
+.PHONY: help test test-tools lint typecheck pytest node-deps node-tools browser faketime crewai evaltools demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -59,7 +59,7 @@ $(BSTAMP): pyproject.toml | $(PY)
 	$(PY) $(PIP) -e '.[$(EXTRAS),bench]'
 	touch $@
 
-test: $(STAMP) $(CSTAMP) node-deps browser ## install into .venv, then run ruff, mypy --strict and pytest
+test: $(STAMP) $(CSTAMP) node-deps browser faketime ## install into .venv, then run ruff, mypy --strict and pytest
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
@@ -77,7 +77,7 @@ lint: $(STAMP) ## ruff only
 typecheck: $(STAMP) ## mypy --strict only
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) $(CSTAMP) node-deps browser ## pytest only (make test-tools runs the tools' tests)
+pytest: $(STAMP) $(CSTAMP) node-deps browser faketime ## pytest only (make test-tools runs the tools' tests)
 	$(PY) -m pytest -m "not tools"
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
@@ -123,6 +123,17 @@ clean: ## remove the virtual environment and caches
 # The attribution example's HTML page is opened in headless Chromium
 # (tests/examples/test_attribution.py); Debian's package is installed where apt-get runs as
 # root, and the test skips where no Chromium can be had.
+# Debian's libfaketime (0.9.10): tests/frontdoor/test_clock.py proves that run refuses it
+# with its reason (its time.sleep bug); provider.clock itself uses the clock extra's own.
+faketime: ## install Debian's libfaketime for the clock's refusal test (root with apt-get only)
+	@ls /usr/lib/*/faketime/libfaketime*.so.1 >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make: installing Debian's libfaketime system-wide with apt-get, as root (for the clock's refusal test)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libfaketime \
+		|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libfaketime; } \
+		|| echo "faketime: libfaketime could not be installed; its refusal test will skip"; \
+	else echo "faketime: no libfaketime (needs root and apt-get); its refusal test will skip"; fi; }
+
 browser: ## install Debian's chromium for the HTML tests (root with apt-get only)
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
