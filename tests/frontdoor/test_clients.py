@@ -2,7 +2,9 @@
 ``replay-actor run`` with no code changed (docs/front-door.md, "Clients"): groq
 (``GROQ_BASE_URL``, posting ``/openai/v1/chat/completions``), together
 (``TOGETHER_BASE_URL``, ``/v1/chat/completions``) and LiteLLM's ``gemini/`` models
-(``GEMINI_API_BASE``, ``/v1beta/models/{model}:generateContent``).
+(``GEMINI_API_BASE``, ``/v1beta/models/{model}:generateContent``); and mistralai 3.x,
+which reads no base-URL variable, given ``REPLAY_ACTOR_URL`` as its ``server_url`` in the
+way docs/front-door.md and docs/eval-tools.md show (``/v1/chat/completions``).
 
 Each is recorded through a fake vendor on loopback (a record manifest whose live
 adapter points at tests/support/chat_server.py or tests/support/gemini_server.py; the
@@ -51,6 +53,17 @@ LITELLM_GEMINI = """
     )
     print(answer.choices[0].message.content)
 """
+MISTRAL = """
+    import os
+    from mistralai.client import Mistral
+    client = Mistral(
+        api_key=os.environ["MISTRAL_API_KEY"], server_url=os.environ["REPLAY_ACTOR_URL"]
+    )
+    answer = client.chat.complete(
+        model="mistral-small-latest", messages=[{"role": "user", "content": "hi"}]
+    )
+    print(answer.choices[0].message.content)
+"""
 
 
 def _record_then_replay(folder: Path, record: Path, code: str) -> str:
@@ -93,3 +106,10 @@ def test_litellm_gemini_unchanged(gemini_server: GeminiServer, tmp_path: Path) -
     )
     assert _record_then_replay(tmp_path, record, LITELLM_GEMINI) == "1: hi"
     assert gemini_server.count("echo") == 1
+
+
+def test_mistralai_given_the_front_door(chat: ChatServer, tmp_path: Path) -> None:
+    pytest.importorskip("mistralai.client")
+    record = record_manifest(tmp_path, chat.base_url("echo"))
+    assert _record_then_replay(tmp_path, record, MISTRAL) == "1: hi"
+    assert chat.count("echo") == 1
