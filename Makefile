@@ -81,9 +81,9 @@ pytest: $(STAMP) $(CSTAMP) node-deps browser faketime ## pytest only (make test-
 	$(PY) -m pytest -m "not tools"
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
-# @ai-sdk/openai) packages from Node (tests/frontdoor/test_node.py), and promptfoo's eval
+# @ai-sdk/openai, @ai-sdk/google) packages from Node (tests/frontdoor/test_node.py), and promptfoo's eval
 # (tests/frontdoor/test_incidental.py); where node is missing those tests skip.
-NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic promptfoo
+NODE_PACKAGES := openai @anthropic-ai/sdk ai @ai-sdk/openai @ai-sdk/anthropic @ai-sdk/google promptfoo
 node-deps: ## install the npm packages the Node tests use into .cache/node (if node exists)
 	@if command -v node >/dev/null 2>&1; then \
 		for p in $(NODE_PACKAGES); do test -d .cache/node/node_modules/$$p || missing=1; done; \

@@ -30,6 +30,7 @@ from tests.support.frontdoor_util import (
     summary,
     write_fixture,
 )
+from tests.support.gemini_server import GeminiServer
 from tests.support.paths import ROOT
 
 __all__ = ["endpoints_server"]
@@ -39,6 +40,7 @@ NODE_MODULES = ROOT / ".cache" / "node" / "node_modules"
 APP = ROOT / "tests" / "frontdoor" / "node" / "frontdoor_app.cjs"
 AI_APP = ROOT / "tests" / "frontdoor" / "node" / "ai_sdk_app.cjs"
 EMBED_APP = ROOT / "tests" / "frontdoor" / "node" / "ai_sdk_embed_app.cjs"
+GOOGLE_APP = ROOT / "tests" / "frontdoor" / "node" / "ai_sdk_google_app.cjs"
 
 pytestmark = [
     pytest.mark.skipif(NODE is None, reason="node is not installed"),
@@ -60,7 +62,7 @@ UNKNOWN = [{"role": "user", "content": "unknown"}]
 
 
 def node_env(**more: str) -> dict[str, str]:
-    packages = ("openai", "@anthropic-ai/sdk", "ai", "@ai-sdk/openai")
+    packages = ("openai", "@anthropic-ai/sdk", "ai", "@ai-sdk/openai", "@ai-sdk/google")
     if not all((NODE_MODULES / package).is_dir() for package in packages):
         pytest.fail(
             f"the npm packages are not in {NODE_MODULES}: `make test` installs them "
@@ -231,3 +233,30 @@ def test_vercel_ai_sdk_embed_and_embed_many_record_then_replay_under_run(
         outputs.append(json.loads(done.stdout))
     assert outputs[0] == outputs[1] == json.loads(recorded.stdout)
     assert outputs[0]["tokens"] == 6  # the fake vendor's usage, replayed
+
+
+def test_vercel_ai_sdk_google_given_the_front_door(
+    tmp_path: Path, gemini_server: GeminiServer
+) -> None:
+    """``@ai-sdk/google`` with ``baseURL`` from ``REPLAY_ACTOR_URL`` (docs/front-door.md,
+    "Clients"): recorded through the loopback Gemini server (sealed, so a provider that
+    ignored its ``baseURL`` would fail), then replayed sealed with the same text."""
+    assert NODE is not None
+    record = record_manifest(
+        tmp_path,
+        gemini_server.base_url("echo"),
+        adapter="gemini",
+        model="gemini-live",
+        api_key_env="FAKE_VENDOR_KEY",
+    )
+    env = node_env(FAKE_VENDOR_KEY="fake-vendor-key-0123456789")
+    app = [NODE, str(GOOGLE_APP)]
+    recorded = run_cli(record, app, env=env, flags=("--seal", "namespace"))
+    assert recorded.returncode == 0, recorded.stderr
+    assert json.loads(recorded.stdout) == {"text": "1: hi"}
+    assert summary(recorded.stderr).endswith("(1 recorded); sealed (namespace)")
+    replayed = run_cli(replay_manifest(tmp_path, tmp_path / "recorded.jsonl"), app, env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == recorded.stdout
+    assert summary(replayed.stderr).startswith("replay-actor: 1 served, 0 missed,")
+    assert gemini_server.count("echo") == 1  # the replay asked the vendor nothing
