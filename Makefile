@@ -63,13 +63,14 @@ test: $(STAMP) $(CSTAMP) node-deps browser faketime ## install into .venv, then 
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -m "not tools"
+	$(PY) -m pytest -m "not tools and not slow"
 
 # Whole evaluation tools recording, replaying and comparing as docs/eval-tools.md pastes
-# them (minutes each): a target of their own, so that `make test` stays within its budget;
-# .ci/run runs both.
-test-tools: $(STAMP) $(CSTAMP) $(ESTAMP) node-tools ## run docs/eval-tools.md's commands with each real tool (pytest -m tools)
-	$(PY) -m pytest -m tools
+# them (minutes each), and the other tests marked slow (a framework's whole run, the crash
+# and journal soaks): a target of their own, so that `make test` stays within its 20
+# minutes; .ci/run runs both.
+test-tools: $(STAMP) $(CSTAMP) $(ESTAMP) node-tools ## run docs/eval-tools.md's commands with each real tool, and the slow tests (pytest -m "tools or slow")
+	$(PY) -m pytest -m "tools or slow"
 
 lint: $(STAMP) ## ruff only
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
@@ -77,8 +78,8 @@ lint: $(STAMP) ## ruff only
 typecheck: $(STAMP) ## mypy --strict only
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) $(CSTAMP) node-deps browser faketime ## pytest only (make test-tools runs the tools' tests)
-	$(PY) -m pytest -m "not tools"
+pytest: $(STAMP) $(CSTAMP) node-deps browser faketime ## pytest only (make test-tools runs the tools' and the slow tests)
+	$(PY) -m pytest -m "not tools and not slow"
 
 # The front door's tests drive the npm openai, @anthropic-ai/sdk and Vercel AI SDK (ai,
 # @ai-sdk/openai, @ai-sdk/google) packages from Node (tests/frontdoor/test_node.py), and promptfoo's eval

@@ -200,6 +200,7 @@ def test_langgraph_samples_pair_with_their_own_questions(tmp_path: Path) -> None
         assert sample["candidate"]["outcome"] == "miss"
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_crewai_retries_are_attempts_and_samples_pair_with_their_own(tmp_path: Path) -> None:
     if not CREWAI_PYTHON.exists():
         pytest.skip("CrewAI's environment is missing: make crewai")

@@ -242,6 +242,7 @@ def test_the_candidates_new_answers_recorded_show_the_score_change(
     _check_document(document, "I")
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_with_batch_under_run_samples_are_matched_by_their_requests(folder: Path) -> None:
     (folder / "batch.yaml").write_text("size: 20\nsend_delay: 0.5\ntick: 0.2\n")
     vendor = ArithVendor()

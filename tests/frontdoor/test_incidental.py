@@ -137,6 +137,7 @@ QUESTIONS = (
 )
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_lm_eval_replays_with_exit_0_offline_or_with_its_fetch_ignored(
     tmp_path: Path, chat: ChatServer
 ) -> None:

@@ -101,6 +101,7 @@ class _Generation:
         self.proc.stdout.close()
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_sigkill_at_random_points_loses_no_returned_answer(
     chat: ChatServer, tmp_path: Path
 ) -> None:

@@ -153,6 +153,7 @@ def test_threads_share_syncs(chat: ChatServer, tmp_path: Path) -> None:
     assert (len(loaded), loaded.responses) == (80, 400)
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_a_reader_sees_a_valid_fixture_at_every_moment(
     chat: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,6 +190,7 @@ def test_a_reader_sees_a_valid_fixture_at_every_moment(
     assert load_fixture(fixture).responses == 300
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_the_journal_stays_bounded(
     chat: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

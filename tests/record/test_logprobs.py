@@ -279,6 +279,7 @@ def _run(manifest: Path, folder: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_deepeval_g_eval_is_recorded_then_replayed_twice(
     vendor: LogprobsServer, tmp_path: Path
 ) -> None:

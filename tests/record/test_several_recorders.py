@@ -144,6 +144,7 @@ def _pytest(folder: Path, mode: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_pytest_xdist_workers_record_one_fixture(chat: ChatServer, tmp_path: Path) -> None:
     _manifest(tmp_path, chat)
     (tmp_path / "pytest.ini").write_text("[pytest]\nreplay_manifest = record.toml\n")

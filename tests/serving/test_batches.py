@@ -278,6 +278,7 @@ def _inspect(
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_inspect_batch_recorded_through_a_loopback_vendor_then_replayed_twice(
     chat: ChatServer, tmp_path: Path
 ) -> None:
@@ -298,6 +299,7 @@ def test_inspect_batch_recorded_through_a_loopback_vendor_then_replayed_twice(
 
 
 @pytest.mark.timeout(400)
+@pytest.mark.slow  # most of a minute or more: make test-tools runs it
 def test_inspect_anthropic_batch_recorded_through_a_loopback_vendor_then_replayed_twice(
     claude: AnthropicServer, tmp_path: Path
 ) -> None:
