@@ -19,10 +19,11 @@ Failure policy (docs/manifest.md, "Live adapters"):
   capped at ``retry_max_wait``); a ``Retry-After`` (or ``retry-after-ms``) header is
   honoured up to the same cap; ``retries`` counts the retries made (``replay-actor run``'s
   summary says it);
-- connections are pooled: one sync client for every thread, and one async client per
-  event loop (``_LoopClients``), closed by that loop's own shutdown. A client is costly
-  to make (about 35 ms of CPU: its TLS context), and a connection per call costs a
-  handshake per call: recording thousands of calls through the front door paid both;
+- connections are pooled: one sync client (httpx2's) for every thread, and one async
+  client per event loop (aiohttp's when installed, else httpx2's: ``_aclients.py``),
+  closed by that loop's own shutdown. A client is costly to make (about 35 ms of CPU:
+  its TLS context), and a connection per call costs a handshake per call: recording
+  thousands of calls through the front door paid both;
 - every failure is a ``LiveProviderError`` whose message holds a status, an exception
   *type* name, or a short vendor error code — never a body, a header, the URL, the key or
   the prompt — and which is raised outside any ``except`` block, so no HTTP-client
@@ -50,13 +51,14 @@ import random
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from .._errors import LiveProviderError, ManifestError
 from ..vendors import MalformedResponse as Malformed
+from ._aclients import Answer, AsyncHTTP, LoopClients, ceiling, make_async_client
 from ._config import HTTPConfig
 from ._secrets import holds_key_piece, install_log_filter, strings_in
 
@@ -67,8 +69,6 @@ __all__ = ["HTTPAdapter", "Malformed"]
 
 _SAFE_CODE: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 _RETRY_STATUSES: Final = frozenset({408, 429})
-#: An error body is read only this far: all it may give is a short code.
-_ERROR_BODY_CAP: Final = 64 * 1024
 #: The end of the current attempt (``time.monotonic()``), for this thread's socket
 #: operations; ``None`` outside an attempt.
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -90,7 +90,7 @@ def _import_httpx(adapter: str) -> Any:
     )
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds the server asked us to wait, if it said so."""
     millis = headers.get("retry-after-ms")
     if millis is not None:
@@ -211,74 +211,7 @@ def _install_deadline(client: Any) -> None:
             pool._network_backend = _deadline_backend(httpcore2, backend)
 
 
-class _Answer(NamedTuple):
-    """What one attempt received: the status, its headers, and the body (read up to the
-    ceiling; ``None`` when the body was larger than that)."""
-
-    status: int
-    headers: httpx.Headers
-    content: bytes | None
-
-    def __repr__(self) -> str:
-        # Frames holding an answer are printed by reporters (capture_locals, Sentry);
-        # its headers and body may echo the key, so only the status is shown.
-        return f"<answer HTTP {self.status}>"
-
-
 _TIMED_OUT: Final = "did not answer within the timeout"
-#: Idle connections an async client keeps per event loop (a recording's concurrency);
-#: the number of connections open at once is not capped, as a client per call was not.
-_KEEPALIVE: Final = 128
-
-
-async def _closed_at_shutdown(client: httpx.AsyncClient) -> AsyncIterator[None]:
-    """Suspended once started, this async generator is closed by the event loop's
-    ``shutdown_asyncgens`` (``asyncio.run`` calls it before closing the loop), and then
-    closes ``client`` on that loop: the only moment its connections can be closed
-    cleanly, since a loop's sockets cannot be closed from outside it."""
-    try:
-        yield
-    finally:
-        await client.aclose()
-
-
-class _LoopClients:
-    """One pooled ``AsyncClient`` per running event loop (and process).
-
-    A client belongs to the loop it first ran on (its connections are that loop's
-    sockets), so each loop gets its own, kept while the loop runs and closed by the
-    loop's shutdown (``_closed_at_shutdown``). A loop found closed drops its client.
-    """
-
-    def __init__(self, make: Any) -> None:
-        self._make = make
-        self._lock = threading.Lock()
-        self._clients: dict[tuple[int, asyncio.AbstractEventLoop], tuple[Any, Any]] = {}
-
-    async def get(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        key = (os.getpid(), loop)
-        with self._lock:
-            found = self._clients.get(key)
-            if found is not None:
-                client: httpx.AsyncClient = found[0]
-                return client
-            self._forget_closed()
-            client = self._make()
-            closer = _closed_at_shutdown(client)
-            self._clients[key] = (client, closer)
-        await closer.__anext__()  # now suspended: the loop's shutdown will close it
-        return client
-
-    def _forget_closed(self) -> None:
-        pid = os.getpid()
-        for key in [k for k in self._clients if k[0] != pid or k[1].is_closed()]:
-            del self._clients[key]
-
-    def close(self) -> None:
-        """Drop the clients of closed loops (a running loop closes its own at shutdown)."""
-        with self._lock:
-            self._forget_closed()
 
 
 class HTTPAdapter:
@@ -289,6 +222,9 @@ class HTTPAdapter:
     """
 
     name = "http"
+    #: Whether the async path posts with aiohttp when it is installed (``_aclients``);
+    #: the tests set it False on an instance to run the httpx2 fallback.
+    prefer_aiohttp = True
 
     def __init__(self, config: HTTPConfig, headers: dict[str, str]) -> None:
         self._config = config
@@ -298,21 +234,19 @@ class HTTPAdapter:
         # Each read, write and connect is bounded by these; the attempt as a whole by
         # the deadline (``timeout`` from its start).
         self._timeout = self._httpx.Timeout(config.timeout, connect=config.connect_timeout)
-        # One pooled sync client; one async client per event loop (``_LoopClients``).
+        # One pooled sync client; one async client per event loop (``_aclients.LoopClients``).
         self._client = self._new_client()
-        self._aclients = _LoopClients(self._new_async_client)
+        self._aclients = LoopClients(self._new_async_client)
         self._pid = os.getpid()
         self.model = config.model
         #: Retries made so far (attempts after a first one), all calls together.
         self.retries = 0
         self._retries_lock = threading.Lock()
 
-    def _new_async_client(self) -> httpx.AsyncClient:
-        limits = self._httpx.Limits(max_connections=None, max_keepalive_connections=_KEEPALIVE)
-        client: httpx.AsyncClient = self._httpx.AsyncClient(
-            timeout=self._timeout, headers=self._headers, follow_redirects=False, limits=limits
+    def _new_async_client(self) -> AsyncHTTP:
+        return make_async_client(
+            self._httpx, self._headers, self._timeout, prefer_aiohttp=self.prefer_aiohttp
         )
-        return client
 
     def _retrying(self) -> None:
         with self._retries_lock:
@@ -363,7 +297,7 @@ class HTTPAdapter:
     # -- the retry policy, shared by both forms: each attempt yields an outcome, which is
     # either the neutral response, a delay before the next attempt, or the final error.
 
-    def _delay(self, attempt: int, answer: _Answer | None) -> float:
+    def _delay(self, attempt: int, answer: Answer | None) -> float:
         cfg = self._config
         asked = _retry_after(answer.headers) if answer is not None else None
         if asked is not None:
@@ -374,7 +308,7 @@ class HTTPAdapter:
     def _judge(
         self,
         attempt: int,
-        answer: _Answer | None,
+        answer: Answer | None,
         failure: str | None,
         request: dict[str, Any],
     ) -> dict[str, Any] | float | LiveProviderError:
@@ -400,7 +334,7 @@ class HTTPAdapter:
         return self._read_success(answer, request)
 
     def _read_success(
-        self, answer: _Answer, request: dict[str, Any]
+        self, answer: Answer, request: dict[str, Any]
     ) -> dict[str, Any] | LiveProviderError:
         """A 2xx answer's neutral response, or the error that says why it is not kept."""
         status = answer.status
@@ -440,24 +374,19 @@ class HTTPAdapter:
     def _encoded(self, request: dict[str, Any]) -> bytes:
         return msgspec.json.encode(self.body(request))
 
-    def _ceiling(self, response: httpx.Response) -> int | None:
-        """How much of this response's body to read (``None``: none of it, too large)."""
-        ok = 200 <= response.status_code < 300
-        limit = self._config.max_response_bytes if ok else _ERROR_BODY_CAP
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            return None
-        return limit
+    def _ceiling(self, status: int, headers: Mapping[str, str]) -> int | None:
+        """How much of a response's body to read (``None``: none of it, too large)."""
+        return ceiling(status, headers, self._config.max_response_bytes)
 
     # -- one attempt: the sync form runs under the per-thread deadline that the network
     # backend enforces; the async form under asyncio.timeout.
 
-    def _attempt(self, body: bytes, url: str) -> _Answer | str:
+    def _attempt(self, body: bytes, url: str) -> Answer | str:
         deadline = time.monotonic() + self._config.timeout
         token = _deadline.set(deadline)
         try:
             with self._own_client().stream("POST", url, content=body) as response:
-                limit = self._ceiling(response)
+                limit = self._ceiling(response.status_code, response.headers)
                 content: bytes | None = None
                 if limit is not None:
                     buffer = bytearray()
@@ -470,35 +399,23 @@ class HTTPAdapter:
                     else:
                         content = bytes(buffer)
                     del buffer
-                return _Answer(response.status_code, response.headers, content)
+                return Answer(response.status_code, response.headers, content)
         except self._httpx.HTTPError as exc:
             return self._failure_kind(exc)
         finally:
             _deadline.reset(token)
 
-    async def _aattempt(self, client: httpx.AsyncClient, body: bytes, url: str) -> _Answer | str:
+    async def _aattempt(self, client: AsyncHTTP, body: bytes, url: str) -> Answer | str:
         try:
             async with asyncio.timeout(self._config.timeout):
-                async with client.stream("POST", url, content=body) as response:
-                    limit = self._ceiling(response)
-                    content: bytes | None = None
-                    if limit is not None:
-                        buffer = bytearray()
-                        async for chunk in response.aiter_bytes():
-                            buffer += chunk
-                            if len(buffer) > limit:
-                                break
-                        else:
-                            content = bytes(buffer)
-                        del buffer
-                    return _Answer(response.status_code, response.headers, content)
+                return await client.post(body, url, self._config.max_response_bytes)
         except TimeoutError:
             return _TIMED_OUT
-        except self._httpx.HTTPError as exc:
+        except client.errors as exc:
             return self._failure_kind(exc)
 
     def _settle(
-        self, attempt: int, answer: _Answer | str, request: dict[str, Any]
+        self, attempt: int, answer: Answer | str, request: dict[str, Any]
     ) -> dict[str, Any] | float:
         """The neutral response, or the delay before the next attempt; raises the final
         ``LiveProviderError`` (outside any ``except`` block: nothing rides along)."""

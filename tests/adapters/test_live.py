@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from replay_actor import LiveProviderError, ManifestError, ProviderClosed, RequestError
-from replay_actor.adapters._http import _Answer
+from replay_actor.adapters._aclients import Answer as _Answer
 from replay_actor.adapters.base import ADAPTER_GROUP, Adapter, load_adapter_factory
 from replay_actor.adapters.builtin import OpenAIAdapter
 from replay_actor.adapters.live import LiveProvider
