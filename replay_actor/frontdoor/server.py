@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_HOST",
     "FrontDoor",
+    "http_protocol",
     "ready_line",
     "serve_forever",
     "tune_collector",
@@ -131,7 +132,7 @@ def _server_class() -> type[uvicorn.Server]:
     return _Server
 
 
-def _http_protocol() -> type[asyncio.Protocol] | str:
+def http_protocol() -> type[asyncio.Protocol] | str:
     """uvicorn's HTTP protocol for the front door: httptools' (C, llhttp), about half of
     h11's cost a request (docs/front-door.md, "Under load"), taught to hand a proxied
     request's whole target to the application as h11 does (``ProxyRefusal`` names its
@@ -211,10 +212,10 @@ class FrontDoor:
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url: str = f"http://{shown}:{bound_port}"
         front = FrontDoorApp(self._serving, self.token, max_body_bytes=max_body_bytes)
-        # With tools, other hosts' exchanges are served and CONNECT tunnels opened, on
-        # h11 (the tunnel takes a CONNECT's connection over); without, httptools.
+        # With tools, other hosts' exchanges are served and CONNECT tunnels opened (the
+        # tunnel takes a CONNECT's connection over); without, CONNECT is refused.
         exchanges, http = (
-            (None, _http_protocol())
+            (None, http_protocol())
             if tools is None
             else tools.serve(self._serving, front, self._ignored)
         )

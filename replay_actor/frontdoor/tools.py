@@ -52,8 +52,6 @@ from ..vendors import FAMILIES
 from .app import MAX_BODY_BYTES, Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
     from .authority import RunAuthority
 
 __all__ = [
@@ -448,7 +446,7 @@ class ToolSettings:
         serving: AsyncServing,
         front_door: ASGIApp,
         ignored: Callable[[str], bytes | None] = lambda authority: None,
-    ) -> tuple[Callable[[str, str, int], ASGIApp], type[H11Protocol]]:
+    ) -> tuple[Callable[[str, str, int], ASGIApp], type[asyncio.Protocol]]:
         """The applications of other hosts' exchanges and the protocol that opens
         tunnels, for a front door's ``serving`` (its provider, counts and run log) and
         its own application ``front_door``; ``ignored(authority)`` refuses a tunnel to a

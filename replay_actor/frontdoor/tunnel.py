@@ -6,21 +6,24 @@ uvicorn. A client that honours ``HTTPS_PROXY`` asks the front door for a tunnel 
 host of an ``https://`` URL. :func:`tunnelling_protocol` is the uvicorn protocol that
 answers it, when ``run`` freezes tools:
 
-1. uvicorn's own HTTP/1.1 protocol (on h11) parses the connection as always; its h11
-   connection is one that hands a ``CONNECT`` request to :class:`Tunnels` instead of to
-   the application (and tells uvicorn to stop reading: the connection is no longer
-   HTTP to the front door);
+1. the front door's HTTP/1.1 protocol (uvicorn's on httptools, ``server.http_protocol``;
+   on h11 where httptools is not installed) parses the connection as always, but hands a
+   ``CONNECT`` request to :class:`Tunnels` instead of to the application, and stops
+   reading: the connection is no longer HTTP to the front door. httptools (llhttp) ends
+   its parse of a CONNECT with ``HttpParserUpgrade`` at the offset of what follows the
+   request; h11's connection is told to answer ``PAUSED``;
 2. the tunnel answers ``200 Connection established`` and terminates TLS on the same
    socket (``loop.start_tls``, server side) with a certificate for the host made by the
    run's authority (:mod:`.authority`), which the child trusts through ``SSL_CERT_FILE``
    and its kin;
-3. a fresh uvicorn HTTP/1.1 protocol serves the decrypted stream, its application the
+3. a fresh HTTP/1.1 protocol of the same parser serves the decrypted stream, its application the
    one :class:`Tunnels` names for ``(https, host, port)`` (the host's tool exchange, or
    the front door itself for a vendor's own host).
 
 A tunnel the client never completes (it does not trust the run's certificate, or speaks
 no TLS inside) is counted ``blocked`` and its host named once on stderr: the client
-fails at once, never quietly. Nothing here parses HTTP: h11 and uvicorn do.
+fails at once, never quietly. Nothing here parses HTTP: httptools (or h11) and uvicorn
+do.
 """
 
 from __future__ import annotations
@@ -28,14 +31,11 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import h11
 
 from .authority import RunAuthority
-
-if TYPE_CHECKING:
-    from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = ["Tunnels", "parse_authority", "tunnelling_protocol"]
 
@@ -99,12 +99,14 @@ class Tunnels:
         self._on_blocked = on_blocked
         self._ignored = ignored
 
-    async def open(self, target: bytes, outer: H11Protocol, inner_class: type[H11Protocol]) -> None:
-        """Answer the CONNECT for ``target`` on ``outer``'s connection, then serve what
-        the tunnel carries with a new ``inner_class`` protocol."""
+    async def open(
+        self, target: bytes, outer: Any, inner_class: type[asyncio.Protocol], trailing: bytes
+    ) -> None:
+        """Answer the CONNECT for ``target`` on ``outer``'s connection (a uvicorn HTTP
+        protocol), then serve what the tunnel carries with a new ``inner_class`` protocol;
+        ``trailing``: what the client sent after the CONNECT, before any answer."""
         transport = outer.transport
         parsed = parse_authority(target.decode("latin-1"), 443)
-        trailing, _ = outer.conn.trailing_data
         if parsed is None or trailing:
             # A client that sends before the answer is not speaking the tunnel's protocol.
             transport.write(_BAD_TARGET)
@@ -119,8 +121,10 @@ class Tunnels:
             transport.write(refusal)
             transport.close()
             return
-        inner = inner_class(
-            config=outer.config, server_state=outer.server_state, app_state=outer.app_state
+        inner: Any = inner_class(
+            config=outer.config,  # type: ignore[call-arg]
+            server_state=outer.server_state,
+            app_state=outer.app_state,
         )
         inner.app = self.app_for("https", host, port)
         start = _StartLater(inner)
@@ -152,7 +156,7 @@ class _StartLater(asyncio.Protocol):
     ``start_tls`` returns (a client's request in the same packet as its handshake), so it
     keeps what comes until :meth:`begin` gives the inner protocol its transport."""
 
-    def __init__(self, inner: H11Protocol) -> None:
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
         self._pending: list[bytes] = []
         self._eof = False
@@ -194,8 +198,100 @@ class _StartLater(asyncio.Protocol):
         """Nothing is written before :meth:`begin`."""
 
 
-def tunnelling_protocol(tunnels: Tunnels) -> type[H11Protocol]:
-    """uvicorn's HTTP/1.1 protocol with its ``CONNECT`` requests opening tunnels."""
+def tunnelling_protocol(tunnels: Tunnels) -> type[asyncio.Protocol]:
+    """The front door's HTTP/1.1 protocol with its ``CONNECT`` requests opening tunnels:
+    on httptools (``server.http_protocol``: half of h11's cost a request, and a recording
+    through ``run`` relays every call through it), else on h11."""
+    from .server import http_protocol
+
+    base = http_protocol()
+    if isinstance(base, str):  # no httptools: h11's
+        return _h11_tunnelling(tunnels)
+    return _httptools_tunnelling(tunnels, base)
+
+
+class _ConnectOnHttpTools:
+    """What the front door's httptools protocol (uvicorn's) is taught to open tunnels:
+    mixed in before it by :func:`_httptools_tunnelling`, which sets the class
+    attributes."""
+
+    _tunnels: Tunnels
+    #: The protocol what a tunnel carries is served by: the front door's own.
+    _inner: type[asyncio.Protocol]
+    _parser_error: type[Exception]
+    _parser_upgrade: type[Exception]
+    _connect_target: bytes | None = None
+    # uvicorn's HttpToolsProtocol's, which this is mixed into.
+    parser: Any
+    url: bytes
+    connections: set[Any]
+    tasks: set[asyncio.Task[None]]
+    flow: Any
+    loop: asyncio.AbstractEventLoop
+    logger: Any
+
+    def on_headers_complete(self) -> None:
+        if self.parser.get_method() == b"CONNECT":
+            # No request cycle: the parse ends with HttpParserUpgrade, and the tunnel
+            # takes the connection over (data_received).
+            self._connect_target = self.url
+            return
+        super().on_headers_complete()  # type: ignore[misc]
+
+    def on_message_complete(self) -> None:
+        if self._connect_target is None:
+            super().on_message_complete()  # type: ignore[misc]
+
+    def data_received(self, data: bytes) -> None:
+        # uvicorn's, but for a CONNECT, which opens a tunnel with what followed it.
+        self._unset_keepalive_if_required()  # type: ignore[attr-defined]
+        try:
+            self.parser.feed_data(data)
+        except self._parser_upgrade as exc:
+            self._upgrade(exc.args[0] if exc.args else len(data), data)
+        except self._parser_error:
+            message = "Invalid HTTP request received."
+            self.logger.warning(message)
+            self.send_400_response(message)  # type: ignore[attr-defined]
+
+    def _upgrade(self, offset: int, data: bytes) -> None:
+        target = self._connect_target
+        if target is not None:
+            self._connect(target, bytes(data[offset:]))
+        elif self._should_upgrade():  # type: ignore[attr-defined]  # as uvicorn's
+            self.handle_websocket_upgrade()  # type: ignore[attr-defined]
+        else:
+            self._unsupported_upgrade_warning()  # type: ignore[attr-defined]
+
+    def _connect(self, target: bytes, trailing: bytes) -> None:
+        # The tunnel takes the connection over: uvicorn no longer counts it as one of
+        # its HTTP connections (the inner protocol will be), nor reads from it.
+        self.connections.discard(self)
+        self.flow.pause_reading()
+        task = self.loop.create_task(self._tunnels.open(target, self, self._inner, trailing))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+
+def _httptools_tunnelling(tunnels: Tunnels, base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
+    """The front door's httptools protocol ``base`` with its CONNECTs opening tunnels."""
+    import httptools
+
+    attributes = {
+        "_tunnels": tunnels,
+        "_inner": base,
+        # A CONNECT ends the parse with HttpParserUpgrade; anything malformed, Error.
+        "_parser_error": httptools.HttpParserError,
+        "_parser_upgrade": httptools.HttpParserUpgrade,
+    }
+    made: type[asyncio.Protocol] = type(
+        "TunnellingProtocol", (_ConnectOnHttpTools, base), attributes
+    )
+    return made
+
+
+def _h11_tunnelling(tunnels: Tunnels) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with its ``CONNECT`` requests opening tunnels."""
     # uvicorn's own default, which it reads from h11 as this does.
     from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE as _H11_MAX_INCOMPLETE
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -228,7 +324,10 @@ def tunnelling_protocol(tunnels: Tunnels) -> type[H11Protocol]:
             # its HTTP connections (the inner protocol will be).
             self.connections.discard(self)
             self._unset_keepalive_if_required()
-            task = self.loop.create_task(tunnels.open(event.target, self, H11Protocol))
+            trailing, _ = self.conn.trailing_data
+            task = self.loop.create_task(
+                tunnels.open(event.target, self, H11Protocol, bytes(trailing))
+            )
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
