@@ -18,7 +18,7 @@ ETOOLS := $(VENV)/evaltools
 ESTAMP := $(ETOOLS)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help test test-tools lint typecheck pytest node-deps node-tools browser faketime crewai evaltools demo demo-sdk bench soak clean
+.PHONY: help test test-tools lint typecheck pytest node-deps node-tools browser faketime wrk crewai evaltools demo demo-sdk bench soak clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -112,8 +112,19 @@ demo: $(STAMP) ## run the example evaluation: baseline and candidate against a b
 demo-sdk: $(STAMP) ## run an unchanged openai-SDK app (two calls and a stream) under replay
 	$(PY) examples/openai_app/app.py
 
-bench: $(BSTAMP) ## run benchmarks/, print the table, rewrite docs/benchmarks.md
+bench: $(BSTAMP) wrk ## run benchmarks/, print the table, rewrite docs/benchmarks.md
 	$(PY) -m benchmarks
+
+# P20a loads the front door with Debian's wrk (benchmarks/load.py); without it that row
+# reports why and P20b is measured alone.
+wrk: ## install Debian's wrk for the load benchmark, P20a (root with apt-get only)
+	@command -v wrk >/dev/null 2>&1 || \
+	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make: installing Debian's wrk system-wide with apt-get, as root (for P20a)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wrk \
+		|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wrk; } \
+		|| echo "wrk: wrk could not be installed; P20a will say so"; \
+	else echo "wrk: no wrk (needs root and apt-get); P20a will say so"; fi; }
 
 soak: $(STAMP) ## random-kill soak: 1,000 cycles of killed owners, actors, zygotes, copies (minutes; not in make test)
 	$(PY) -m tests.support.soak --cycles 1000
