@@ -261,14 +261,24 @@ Recording itself is no longer the cost: an answer is appended to the journal (ma
 constant time, and the fixture is rewritten once, at the end (issue 36: 500 calls onto
 20,000 entries took 33 x the straight time, growing with the fixture). Measured
 in-process with an instant adapter, a recorded call costs about 0.1 ms of CPU more than
-a live one, whatever the fixture's size. What remains is the front door: every call
-crosses it twice (uvicorn in, httpx2 out to the vendor), about 1.3-1.7 ms of CPU per
-call, as much as the client itself, and on 2 shared cores the client, the vendor and
-`run` compete; a live manifest under `run` costs the same (measured side by side: 3,000
-calls, 10.9 s live and 10.0 s record through `serve`, 4.5-5.7 s straight). Fixed costs
-come on top: `run`'s start-up (~0.6 s, P17), loading and validating the 100,000-entry
-fixture (~0.5 s), and at the end the set hash for the summary (~0.3 s) and the final
-compaction (~0.2 s: a kernel copy of the old file, then the new lines).""",
+a live one, whatever the fixture's size. What remains is the front door, which every
+call crosses twice (the client's request in, the vendor's request out), on two cores
+that the client, the vendor and `run` share; the client alone (httpx2) spends ~1.1 ms of
+CPU a call, so the straight side is CPU-bound too. Measured per process (psutil, 10,000
+calls): `run` spent 21.5 s of CPU (2.1 ms a call) when its async client was httpx2's;
+aiohttp's `ClientSession` (now the async path's client where installed: a third of
+httpx2's CPU at 64 calls in flight, adapters/_aclients.py) brought it to 12 s, but only
+once the proxy variables and `~/.netrc` were no longer read per request (aiohttp's
+`trust_env` does that in a worker thread, ~0.7 ms a call); `run`'s tunnels moving from
+h11 to httptools (a recording under `run` freezes tools, and tools used to force h11)
+brought it to ~9.5 s (0.95 ms a call). Whole runs went 24.0 s -> 14.5 s (2.06 -> 1.45 x
+straight), the calls alone 1.95 -> 1.31 x. What is left per call is mostly syscalls
+(the socket writes and reads of both legs: ~30 % of the event loop's samples) and
+aiohttp's request machinery; fixed costs come on top: `run`'s start-up (~0.7 s, P17),
+loading and validating the 100,000-entry fixture (~0.35 s), and at the end the final
+compaction and the set hash for the summary (~0.4 s), ~1.7 s of the 14.5 s. Recording
+through `run` on these two cores therefore stays above 1.1 x: the relay of a call costs
+nearly what the client's own call does.""",
     "P14": """\
 The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
 does, per request, what the floor skips: the token check, a strict decode of the ~18 KB

@@ -229,6 +229,9 @@ class FrontDoor:
         config = uvicorn.Config(
             app,
             http=http,
+            # No websockets are served: not importing a websocket library saves ~20 ms
+            # of every run's start-up.
+            ws="none",
             lifespan="off",
             access_log=False,
             log_level="warning",
