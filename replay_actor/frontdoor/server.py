@@ -232,6 +232,10 @@ class FrontDoor:
             # No websockets are served: not importing a websocket library saves ~20 ms
             # of every run's start-up.
             ws="none",
+            # No reverse proxy stands in front of it: a client's X-Forwarded-* headers are
+            # not trusted (uvicorn trusts them from 127.0.0.1 by default), and no
+            # middleware runs per request.
+            proxy_headers=False,
             lifespan="off",
             access_log=False,
             log_level="warning",
