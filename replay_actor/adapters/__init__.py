@@ -13,6 +13,7 @@
                 live side of the ``http`` kind, whatever the adapter)
     _config.py  the manifest keys every HTTP adapter shares, checked
     _http.py    deadlines, bounded retries, ``Retry-After``, capped reads, secret-free errors
+    _aclients.py  the async path's pooled client per event loop: aiohttp's, else httpx2's
     _secrets.py long pieces of the API key: found in text, redacted from HTTP logs
 
 Nothing here is imported by the replay path. The other packages take these from here:

@@ -223,7 +223,7 @@ class HTTPAdapter:
 
     name = "http"
     #: Whether the async path posts with aiohttp when it is installed (``_aclients``);
-    #: the tests set it False on an instance to run the httpx2 fallback.
+    #: tests/adapters/test_aclients.py sets it False to run the httpx2 fallback.
     prefer_aiohttp = True
 
     def __init__(self, config: HTTPConfig, headers: dict[str, str]) -> None:

@@ -3,6 +3,8 @@ any language with no code changed (docs/front-door.md).
 
 - ``app``: the ASGI application (token, body bound, routing to the vendor registry);
 - ``server``: one acquisition and one uvicorn server, the ready line (``replay-actor serve``);
+- ``protocol``: the HTTP/1.1 protocol it serves with (uvicorn's on httptools, h11 where
+  httptools is missing), a proxied request's whole target handed to the application;
 - ``run``: the front door plus a child command with its environment pointed at it
   (``replay-actor run MANIFEST -- COMMAND``);
 - ``environment``: the environment ``run`` gives the command;

@@ -35,7 +35,6 @@ import secrets
 import signal
 import socket
 import sys
-import urllib.parse
 from collections.abc import Callable, Collection, Iterator
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -44,6 +43,7 @@ from ..serving import AsyncServing, FailureHook, Outcomes
 from ..vendors import FAMILIES
 from .app import MAX_BODY_BYTES, FrontDoorApp
 from .ignore import IgnoredHosts
+from .protocol import http_protocol
 from .proxy import ProxyRefusal
 
 if TYPE_CHECKING:
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_HOST",
     "FrontDoor",
-    "http_protocol",
     "ready_line",
     "serve_forever",
     "tune_collector",
@@ -130,41 +129,6 @@ def _server_class() -> type[uvicorn.Server]:
             self.listening.set()
 
     return _Server
-
-
-def http_protocol() -> type[asyncio.Protocol] | str:
-    """uvicorn's HTTP protocol for the front door: httptools' (C, llhttp), about half of
-    h11's cost a request (docs/front-door.md, "Under load"), taught to hand a proxied
-    request's whole target to the application as h11 does (``ProxyRefusal`` names its
-    host); h11 where httptools is not installed."""
-    try:
-        import httptools  # noqa: F401
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-    except ImportError:
-        return "h11"
-
-    class _HttpTools(HttpToolsProtocol):
-        def on_headers_complete(self) -> None:
-            target = self.url
-            if target[:1] == b"/":
-                super().on_headers_complete()
-                return
-            # An absolute-form target (a proxied request) or a CONNECT's authority: the
-            # parser would keep only the path, or refuse it. The request's scope says
-            # what h11's would (its task has not started yet).
-            self.url = b"/"
-            super().on_headers_complete()
-            raw_path, _, query = target.partition(b"?")
-            self.scope["path"] = urllib.parse.unquote(raw_path.decode("ascii", "replace"))
-            self.scope["raw_path"] = raw_path
-            self.scope["query_string"] = query
-
-        def _unsupported_upgrade_warning(self) -> None:
-            # A CONNECT is an "upgrade" to llhttp: the application refuses it (403).
-            if self.scope.get("method") != "CONNECT":
-                super()._unsupported_upgrade_warning()
-
-    return _HttpTools
 
 
 class FrontDoor:

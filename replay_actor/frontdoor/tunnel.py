@@ -6,7 +6,7 @@ uvicorn. A client that honours ``HTTPS_PROXY`` asks the front door for a tunnel 
 host of an ``https://`` URL. :func:`tunnelling_protocol` is the uvicorn protocol that
 answers it, when ``run`` freezes tools:
 
-1. the front door's HTTP/1.1 protocol (uvicorn's on httptools, ``server.http_protocol``;
+1. the front door's HTTP/1.1 protocol (uvicorn's on httptools, :mod:`.protocol`;
    on h11 where httptools is not installed) parses the connection as always, but hands a
    ``CONNECT`` request to :class:`Tunnels` instead of to the application, and stops
    reading: the connection is no longer HTTP to the front door. httptools (llhttp) ends
@@ -36,6 +36,7 @@ from typing import Any, Final
 import h11
 
 from .authority import RunAuthority
+from .protocol import http_protocol
 
 __all__ = ["Tunnels", "parse_authority", "tunnelling_protocol"]
 
@@ -200,10 +201,8 @@ class _StartLater(asyncio.Protocol):
 
 def tunnelling_protocol(tunnels: Tunnels) -> type[asyncio.Protocol]:
     """The front door's HTTP/1.1 protocol with its ``CONNECT`` requests opening tunnels:
-    on httptools (``server.http_protocol``: half of h11's cost a request, and a recording
+    on httptools (:mod:`.protocol`: half of h11's cost a request, and a recording
     through ``run`` relays every call through it), else on h11."""
-    from .server import http_protocol
-
     base = http_protocol()
     if isinstance(base, str):  # no httptools: h11's
         return _h11_tunnelling(tunnels)

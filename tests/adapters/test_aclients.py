@@ -1,8 +1,8 @@
 """The async path's two HTTP clients (adapters/_aclients.py): aiohttp's when installed,
 httpx2's otherwise. Each test runs against both, through ``acomplete``, against the real
-loopback server of test_http.py: the same answer, the same deadline, the same ceiling,
-the same failures naming only an exception type, the key nowhere, the client closed by
-its loop's shutdown.
+loopback server of tests/support/hostile_server.py: the same answer, the same deadline,
+the same ceiling, the same failures naming only an exception type, the key nowhere, the
+client closed by its loop's shutdown.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from replay_actor import LiveProviderError, open_provider
 from replay_actor.adapters._aclients import _Aiohttp, _Httpx
 from replay_actor.adapters._http import HTTPAdapter
-from tests.adapters.test_http import ASK, KEY, VAR, HostileServer, MiB, live, pieces, shown
+from tests.support.hostile_server import ASK, KEY, VAR, HostileServer, MiB, live, pieces, shown
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,5 +1,5 @@
 """A CONNECT tunnel through each HTTP parser the front door may run on (frontdoor/tunnel.py):
-httptools (the default, ``server.http_protocol``) and h11 (where httptools is not
+httptools (the default, ``frontdoor/protocol.py``) and h11 (where httptools is not
 installed). A real uvicorn server on 127.0.0.1 with each parser's tunnelling protocol, a
 real httpx2 client through it as its proxy, trusting only the run's authority: the
 request inside the tunnel reaches the origin's application with its host, a plain request
@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 
 from replay_actor.frontdoor.authority import RunAuthority
-from replay_actor.frontdoor.server import http_protocol
+from replay_actor.frontdoor.protocol import http_protocol
 from replay_actor.frontdoor.tunnel import Tunnels, _h11_tunnelling, _httptools_tunnelling
 
 pytestmark = pytest.mark.timeout(60)
