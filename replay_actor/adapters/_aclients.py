@@ -78,6 +78,19 @@ def ceiling(status: int, headers: Mapping[str, str], max_bytes: int) -> int | No
     return limit
 
 
+async def _capped(chunks: AsyncIterator[bytes], limit: int | None) -> bytes | None:
+    """The body from ``chunks``, or None: none of it is read when ``limit`` is None, and
+    the reading stops as soon as it passes ``limit`` (the rest is never read)."""
+    if limit is None:
+        return None
+    buffer = bytearray()
+    async for chunk in chunks:
+        buffer += chunk
+        if len(buffer) > limit:
+            return None
+    return bytes(buffer)
+
+
 class AsyncHTTP(Protocol):
     """One event loop's pooled client, whichever library it is made with."""
 
@@ -139,16 +152,8 @@ class _Aiohttp:
             url, data=body, allow_redirects=False, proxy=proxy, proxy_auth=proxy_auth
         ) as response:
             limit = ceiling(response.status, response.headers, max_bytes)
-            content: bytes | None = None
-            if limit is not None:
-                buffer = bytearray()
-                async for chunk in response.content.iter_chunked(_CHUNK):
-                    buffer += chunk
-                    if len(buffer) > limit:
-                        break  # leaving the block closes the connection, unread
-                else:
-                    content = bytes(buffer)
-                del buffer
+            # Left unread past the ceiling, the connection is closed, not pooled.
+            content = await _capped(response.content.iter_chunked(_CHUNK), limit)
             return Answer(response.status, response.headers, content)
 
     async def aclose(self) -> None:
@@ -168,16 +173,7 @@ class _Httpx:
     async def post(self, body: bytes, url: str, max_bytes: int) -> Answer:
         async with self._client.stream("POST", url, content=body) as response:
             limit = ceiling(response.status_code, response.headers, max_bytes)
-            content: bytes | None = None
-            if limit is not None:
-                buffer = bytearray()
-                async for chunk in response.aiter_bytes():
-                    buffer += chunk
-                    if len(buffer) > limit:
-                        break
-                else:
-                    content = bytes(buffer)
-                del buffer
+            content = await _capped(response.aiter_bytes(), limit)
             return Answer(response.status_code, response.headers, content)
 
     async def aclose(self) -> None:

@@ -12,7 +12,6 @@ import gc
 import socket
 import tracemalloc
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,20 +33,24 @@ def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     return name
 
 
-@pytest.fixture
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer()
-    try:
-        yield server
-    finally:
-        server.close()
-    assert not server.alive
-
-
 def _kind(llm: Any) -> type:
     clients = llm._adapter._aclients._clients
     (made,) = [found[0] for found in clients.values()]
     return type(made)
+
+
+def _failure(manifest: dict[str, Any]) -> LiveProviderError:
+    """The error one ``acomplete`` of ``ASK`` fails with, on a loop of its own."""
+
+    async def ask() -> LiveProviderError:
+        with open_provider(manifest) as llm:
+            try:
+                await llm.acomplete(ASK)
+            except LiveProviderError as exc:
+                return exc
+        raise AssertionError("the call did not fail")
+
+    return asyncio.run(ask())
 
 
 def test_each_client_answers_and_is_the_one_chosen(hostile: HostileServer, client: str) -> None:
@@ -113,15 +116,7 @@ def test_an_unreachable_endpoint_names_only_a_type(client: str) -> None:
             }
         }
 
-        async def ask() -> LiveProviderError:
-            with open_provider(table) as llm:
-                try:
-                    await llm.acomplete(ASK)
-                except LiveProviderError as exc:
-                    return exc
-            raise AssertionError("the call did not fail")
-
-        caught = asyncio.run(ask())
+        caught = _failure(table)
     assert str(caught).startswith("the live endpoint could not be reached (")
     assert str(caught).endswith("(2 attempts)")
     assert caught.__context__ is None and caught.__cause__ is None
@@ -130,15 +125,7 @@ def test_an_unreachable_endpoint_names_only_a_type(client: str) -> None:
 
 
 def test_the_key_in_an_echoed_answer_is_never_returned(hostile: HostileServer, client: str) -> None:
-    async def ask() -> LiveProviderError:
-        with open_provider(live(hostile, "almost-key", max_retries=0)) as llm:
-            try:
-                await llm.acomplete(ASK)
-            except LiveProviderError as exc:
-                return exc
-        raise AssertionError("the call did not fail")
-
-    caught = asyncio.run(ask())
+    caught = _failure(live(hostile, "almost-key", max_retries=0))
     assert "echoes the API key" in str(caught)
     assert not pieces(shown(caught))
 

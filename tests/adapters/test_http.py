@@ -13,7 +13,6 @@ import asyncio
 import logging
 import os
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,16 +36,6 @@ from tests.support.hostile_server import (
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def hostile() -> Iterator[HostileServer]:
-    server = HostileServer()
-    try:
-        yield server
-    finally:
-        server.close()
-    assert not server.alive
 
 
 @pytest.fixture(autouse=True)

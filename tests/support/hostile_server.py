@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from tests.support.chat_server import JSONHandler, LoopbackServer
 
@@ -20,6 +23,7 @@ __all__ = [
     "VAR",
     "HostileServer",
     "MiB",
+    "hostile",
     "live",
     "pieces",
     "shown",
@@ -181,3 +185,14 @@ def shown(exc: BaseException) -> str:
 def pieces(text: str) -> bool:
     """Whether ``text`` holds any 12-character run of the key."""
     return any(KEY[i : i + 12] in text for i in range(len(KEY) - 11))
+
+
+@pytest.fixture
+def hostile() -> Iterator[HostileServer]:
+    """A running hostile server for one test, stopped (and its thread joined) afterwards."""
+    server = HostileServer()
+    try:
+        yield server
+    finally:
+        server.close()
+    assert not server.alive
