@@ -32,22 +32,31 @@ from .base import Adapter
 if TYPE_CHECKING:
     from .forward import HttpForwarder
 
-__all__ = ["LiveProvider", "prepare_request"]
+__all__ = ["LiveProvider", "normalise", "prepare_request"]
 
 
-def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any]]:
-    """Validate and normalise once: the request hash and the plain normalised request.
+def normalise(request: RequestLike) -> tuple[bytes, dict[str, Any]]:
+    """Validate and normalise once: the canonical bytes (what the request hash hashes)
+    and the plain normalised request, for an adapter.
 
     The reasoning an assistant message sends back is not hashed, so the canonical bytes
     leave it out; it is put back on its message here, for the adapter to return to the
-    vendor that produced it (docs/request.md, "Reasoning sent back").
+    vendor that produced it (docs/request.md, "Reasoning sent back"). The canonical
+    bytes are therefore ``canonical_request(plain)`` too: a recorder keeps them for the
+    request sidecar without walking the request a second time.
     """
     canonical, carried = canonical_request_and_reasoning(request)
     plain: dict[str, Any] = msgspec.json.decode(canonical)
     messages = plain.get("messages", [])  # other kinds have none (and carry no reasoning)
     for index, reasoning in carried:
         messages[index]["reasoning"] = reasoning
-    return "sha256:" + hashlib.sha256(canonical).hexdigest(), plain
+    return canonical, plain
+
+
+def prepare_request(request: RequestLike) -> tuple[str, dict[str, Any], bytes]:
+    """``normalise``, and the request hash: ``(hash, plain, canonical bytes)``."""
+    canonical, plain = normalise(request)
+    return "sha256:" + hashlib.sha256(canonical).hexdigest(), plain, canonical
 
 
 def _for_model(plain: dict[str, Any]) -> dict[str, Any]:
@@ -146,15 +155,13 @@ class LiveProvider(ReleasedOnExit):
         ``ProviderClosed``."""
         if self._closed:
             raise ProviderClosed("this provider was released")
-        _, plain = prepare_request(request)
-        return self.complete_plain(plain)
+        return self.complete_plain(normalise(request)[1])
 
     async def acomplete(self, request: RequestLike) -> dict[str, Any]:
         """The async form of :meth:`complete`; never blocks the event loop on I/O."""
         if self._closed:
             raise ProviderClosed("this provider was released")
-        _, plain = prepare_request(request)
-        return await self.acomplete_plain(plain)
+        return await self.acomplete_plain(normalise(request)[1])
 
     def complete_many(self, requests: Iterable[RequestLike]) -> list[dict[str, Any] | ReplayError]:
         """``complete`` for each request in turn: one element per request, the response

@@ -56,7 +56,7 @@ from .._errors import (
     SequenceExhausted,
 )
 from .._interface import ReleasedOnExit, complete_each
-from .._request import RequestLike, canonical_request
+from .._request import RequestLike
 from ..adapters.live import LiveProvider, prepare_request
 from ..files.durable import (
     SessionLock,
@@ -106,9 +106,11 @@ def _compact_bytes() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else _COMPACT_BYTES
 
 
-def _prepare(request: RequestLike) -> tuple[RequestHash, dict[str, Any]]:
-    value, plain = prepare_request(request)
-    return RequestHash(value), plain
+def _prepare(request: RequestLike) -> tuple[RequestHash, dict[str, Any], bytes]:
+    """The request's hash, its plain form for the live adapter, and its canonical bytes
+    for the request sidecar (the bytes hashed: one walk of the request for all three)."""
+    value, plain, canonical = prepare_request(request)
+    return RequestHash(value), plain, canonical
 
 
 def _encoded(response: dict[str, Any]) -> bytes:
@@ -301,12 +303,12 @@ class RecordingProvider(ReleasedOnExit):
     def complete(self, request: RequestLike) -> dict[str, Any]:
         """The fixture's answer if the fixture held this request, else a recorded live one."""
         self._check_owner()
-        digest, plain = _prepare(request)
+        digest, plain, canonical = _prepare(request)
         answer = self._from_fixture(digest)
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
         encoded = _encoded(self._live.complete_plain(plain))
-        pending_answer = Answer(digest, encoded, canonical_request(plain))
+        pending_answer = Answer(digest, encoded, canonical)
         self._submit(pending_answer)
         pending_answer.wait()
         return self._recorded_one(encoded)
@@ -315,13 +317,13 @@ class RecordingProvider(ReleasedOnExit):
         """The async form of :meth:`complete`: the journal's writer wakes this task, no
         worker thread is taken per call."""
         self._check_owner()
-        digest, plain = _prepare(request)
+        digest, plain, canonical = _prepare(request)
         answer = self._from_fixture(digest)
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
         encoded = _encoded(await self._live.acomplete_plain(plain))
         pending_answer = Answer(
-            digest, encoded, canonical_request(plain), asyncio.get_running_loop()
+            digest, encoded, canonical, asyncio.get_running_loop()
         )
         self._submit(pending_answer)
         await pending_answer.await_settled()

@@ -108,8 +108,11 @@ def test_request_hash_ignores_reasoning_and_the_live_request_keeps_it() -> None:
     }
     assert request_hash(struct) == request_hash(plain_struct)
     # A live provider gets it back on its message, and only there.
-    digest, plain = prepare_request(carried)
+    digest, plain, canonical = prepare_request(carried)
     assert digest == request_hash(without)
+    # The bytes hashed, which a recorder keeps for its request sidecar, are the plain
+    # request's canonical bytes too: the reasoning put back is left out again.
+    assert canonical == canonical_request(plain) == canonical_request(without)
     assert plain["messages"][1]["reasoning"] == reasoning
     assert "reasoning" not in plain["messages"][0] and "reasoning" not in plain["messages"][2]
     assert prepare_request(struct)[1]["messages"][1]["reasoning"] == {
