@@ -234,8 +234,11 @@ class HTTPAdapter:
         # Each read, write and connect is bounded by these; the attempt as a whole by
         # the deadline (``timeout`` from its start).
         self._timeout = self._httpx.Timeout(config.timeout, connect=config.connect_timeout)
-        # One pooled sync client; one async client per event loop (``_aclients.LoopClients``).
-        self._client = self._new_client()
+        # One pooled sync client, made on the first sync call (a caller that only awaits,
+        # as the front door does, never pays for its TLS context: ~25-70 ms); one async
+        # client per event loop (``_aclients.LoopClients``).
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
         self._aclients = LoopClients(self._new_async_client)
         self._pid = os.getpid()
         self.model = config.model
@@ -260,15 +263,32 @@ class HTTPAdapter:
         return client
 
     def _own_client(self) -> httpx.Client:
-        """The pooled sync client, made afresh in a fork child: the parent's pooled
-        connections are shared sockets, and two processes writing requests and reading
-        answers on one connection would take each other's answers."""
+        """The pooled sync client, made on first use, and afresh in a fork child: the
+        parent's pooled connections are shared sockets, and two processes writing
+        requests and reading answers on one connection would take each other's answers."""
+        client = self._client
         if os.getpid() != self._pid:
-            # The copies are closed (the parent's sockets stay open); a new pool starts.
-            stale, self._client = self._client, self._new_client()
+            # A fork child. The copies are closed (the parent's sockets stay open) and a
+            # new pool starts; so does a new lock (a parent's thread may have held it
+            # at the fork, and that thread does not exist here).
+            self._client_lock = threading.Lock()
+            self._client = None
             self._pid = os.getpid()
-            stale.close()
-        return self._client
+            if client is not None:
+                client.close()
+            client = None
+        if client is not None:
+            return client
+        with self._client_lock:
+            if self._client is None:
+                self._client = self._new_client()
+            return self._client
+
+    def _close_client(self) -> None:
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} model={self.model!r}>"
@@ -454,9 +474,9 @@ class HTTPAdapter:
         return outcome
 
     def close(self) -> None:
-        self._client.close()
+        self._close_client()
         self._aclients.close()
 
     async def aclose(self) -> None:
-        self._client.close()
+        self._close_client()
         self._aclients.close()

@@ -322,9 +322,7 @@ class RecordingProvider(ReleasedOnExit):
         if answer is not _NOT_HELD:
             return answer  # type: ignore[no-any-return]
         encoded = _encoded(await self._live.acomplete_plain(plain))
-        pending_answer = Answer(
-            digest, encoded, canonical, asyncio.get_running_loop()
-        )
+        pending_answer = Answer(digest, encoded, canonical, asyncio.get_running_loop())
         self._submit(pending_answer)
         await pending_answer.await_settled()
         return self._recorded_one(encoded)

@@ -254,6 +254,22 @@ def test_max_response_bytes_is_a_checked_adapter_key(hostile: HostileServer) -> 
         assert caught.value.key == "provider.max_response_bytes"
 
 
+# -- the sync client is made on the first sync call --------------------------------------
+
+
+def test_the_sync_client_is_made_on_the_first_sync_call_only(hostile: HostileServer) -> None:
+    with open_provider(live(hostile, "fine")) as llm:
+        adapter = llm._adapter  # type: ignore[attr-defined]
+        assert asyncio.run(llm.acomplete(ASK))["content"] == "fine"
+        # A caller that only awaits (the front door) never builds it, nor its TLS trust.
+        assert adapter._client is None
+        assert llm.complete(ASK)["content"] == "fine"
+        assert adapter._client is not None
+        assert llm.complete(ASK)["content"] == "fine"
+        assert hostile.ports[-1] == hostile.ports[-2]  # the same pooled connection
+    assert adapter._client is None  # closed with the provider
+
+
 # -- a fork child does not share the parent's pooled connection ---------------------------
 
 
