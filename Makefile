@@ -115,16 +115,20 @@ demo-sdk: $(STAMP) ## run an unchanged openai-SDK app (two calls and a stream) u
 bench: $(BSTAMP) wrk ## run benchmarks/, print the table, rewrite docs/benchmarks.md
 	$(PY) -m benchmarks
 
+# $(call apt_install,PACKAGE,WHY,WITHOUT IT): Debian's PACKAGE installed system-wide where
+# apt-get runs as root (an update first only if the install fails); otherwise, or if it
+# still fails, say what happens without it. Never fails the make.
+apt_install = { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	echo "make: installing Debian's $(1) system-wide with apt-get, as root ($(2))"; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(1) \
+	|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(1); } \
+	|| echo "$@: $(1) could not be installed; $(3)"; \
+	else echo "$@: no $(1) (needs root and apt-get); $(3)"; fi; }
+
 # P20a loads the front door with Debian's wrk (benchmarks/load.py); without it that row
 # reports why and P20b is measured alone.
 wrk: ## install Debian's wrk for the load benchmark, P20a (root with apt-get only)
-	@command -v wrk >/dev/null 2>&1 || \
-	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "make: installing Debian's wrk system-wide with apt-get, as root (for P20a)"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wrk \
-		|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wrk; } \
-		|| echo "wrk: wrk could not be installed; P20a will say so"; \
-	else echo "wrk: no wrk (needs root and apt-get); P20a will say so"; fi; }
+	@command -v wrk >/dev/null 2>&1 || $(call apt_install,wrk,for P20a,P20a will say so)
 
 soak: $(STAMP) ## random-kill soak: 1,000 cycles of killed owners, actors, zygotes, copies (minutes; not in make test)
 	$(PY) -m tests.support.soak --cycles 1000
@@ -138,19 +142,7 @@ clean: ## remove the virtual environment and caches
 # Debian's libfaketime (0.9.10): tests/frontdoor/test_clock.py proves that run refuses it
 # with its reason (its time.sleep bug); provider.clock itself uses the clock extra's own.
 faketime: ## install Debian's libfaketime for the clock's refusal test (root with apt-get only)
-	@ls /usr/lib/*/faketime/libfaketime*.so.1 >/dev/null 2>&1 || \
-	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "make: installing Debian's libfaketime system-wide with apt-get, as root (for the clock's refusal test)"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libfaketime \
-		|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libfaketime; } \
-		|| echo "faketime: libfaketime could not be installed; its refusal test will skip"; \
-	else echo "faketime: no libfaketime (needs root and apt-get); its refusal test will skip"; fi; }
+	@ls /usr/lib/*/faketime/libfaketime*.so.1 >/dev/null 2>&1 || $(call apt_install,libfaketime,for the clock's refusal test,its refusal test will skip)
 
 browser: ## install Debian's chromium for the HTML tests (root with apt-get only)
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
-	{ if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "make: installing Debian's chromium system-wide with apt-get, as root (for the HTML test; a few minutes)"; \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
-		|| { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; } \
-		|| echo "browser: chromium could not be installed; the HTML test will skip"; \
-	else echo "browser: no chromium (needs root and apt-get); the HTML test will skip"; fi; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || $(call apt_install,chromium,for the HTML test; a few minutes,the HTML test will skip)
