@@ -263,13 +263,20 @@ class _ConnectOnHttpTools:
             self._unsupported_upgrade_warning()  # type: ignore[attr-defined]
 
     def _connect(self, target: bytes, trailing: bytes) -> None:
-        # The tunnel takes the connection over: uvicorn no longer counts it as one of
-        # its HTTP connections (the inner protocol will be), nor reads from it.
-        self.connections.discard(self)
-        self.flow.pause_reading()
-        task = self.loop.create_task(self._tunnels.open(target, self, self._inner, trailing))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.flow.pause_reading()  # what follows is the tunnel's, not HTTP to this parser
+        _hand_over(self, self._tunnels, target, self._inner, trailing)
+
+
+def _hand_over(
+    protocol: Any, tunnels: Tunnels, target: bytes, inner: type[asyncio.Protocol], trailing: bytes
+) -> None:
+    """The tunnel to ``target`` takes ``protocol``'s connection over (either parser's):
+    uvicorn no longer counts it as one of its HTTP connections (``inner``, serving what
+    the tunnel carries, will be), and the task opening it is uvicorn's to wait for."""
+    protocol.connections.discard(protocol)
+    task = protocol.loop.create_task(tunnels.open(target, protocol, inner, trailing))
+    protocol.tasks.add(task)
+    task.add_done_callback(protocol.tasks.discard)
 
 
 def _httptools_tunnelling(tunnels: Tunnels, base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
@@ -319,15 +326,8 @@ def _h11_tunnelling(tunnels: Tunnels) -> type[asyncio.Protocol]:
             )
 
         def _connect(self, event: h11.Request) -> None:
-            # The tunnel takes the connection over: uvicorn no longer counts it as one of
-            # its HTTP connections (the inner protocol will be).
-            self.connections.discard(self)
             self._unset_keepalive_if_required()
             trailing, _ = self.conn.trailing_data
-            task = self.loop.create_task(
-                tunnels.open(event.target, self, H11Protocol, bytes(trailing))
-            )
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            _hand_over(self, tunnels, event.target, H11Protocol, bytes(trailing))
 
     return TunnellingProtocol
