@@ -278,7 +278,23 @@ aiohttp's request machinery; fixed costs come on top: `run`'s start-up (~0.7 s, 
 loading and validating the 100,000-entry fixture (~0.35 s), and at the end the final
 compaction and the set hash for the summary (~0.4 s), ~1.7 s of the 14.5 s. Recording
 through `run` on these two cores therefore stays above 1.1 x: the relay of a call costs
-nearly what the client's own call does.""",
+nearly what the client's own call does.
+
+The CPU budget, measured per process with psutil over one recording of the 10,000
+calls each way (`/tmp` script, quiet machine, twice each): straight, the client spends
+10.6-10.9 s of CPU in its 10.6 s of calls (one core, all of it) and the vendor 3.6 s;
+under `run`, the client 10.8-11.3 s, `run` 9.6-10.3 s and the vendor 2.5 s, ~23.5 s of
+CPU in a ~13.6 s calls phase on two cores. `run` starts in ~1.2 s with this fixture
+(`replay-actor run MANIFEST -- true`: the imports ~0.3 s, the load ~0.35 s, the summary's
+set hash ~0.15 s), about 1 s more than the client's own start, so 1.1 x (~12.1 s against
+~11.0 s straight) leaves the calls phase no time at all beyond the straight one: the
+client must keep its whole core, and `run` and the vendor fit in the other, `run` at
+~7.5 s of CPU (0.75 ms a call) at most, with perfect scheduling. Tried in this round: the
+recorder kept the canonical bytes it hashed instead of encoding the request again for
+its sidecar (`run`'s CPU -2-4 %); the sync HTTP client is made on the first sync call
+(the front door only awaits: 25-70 ms less start-up); `uvloop` as `run`'s event loop
+cut `run`'s CPU by ~4 % and left the wall time where it was (15.6-15.8 s), so it is not
+used (a dependency for nothing a user would see).""",
     "P14": """\
 The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
 does, per request, what the floor skips: the token check, a strict decode of the ~18 KB
@@ -394,9 +410,22 @@ work on the two cores) every layout stayed on the bulk pass (no layout fell to 0
 before), but the ratios were below the quiet run's across the board, compact 0.47 and
 CRLF 0.67 included: P6b's worst, `json.dumps` with UTF-8 text, blank lines and keys
 reordered, 0.36 [0.32 to 0.40]; P6c's worst, the `json.dumps` file's first acquisition,
-0.23 [0.19 to 0.35]. Missed in that run; whether a quiet run meets them is for the next
-full `make bench`, and what the non-compact layouts still cost beyond compact (their
-cut-and-prove pass) was not profiled in this round.""",
+0.23 [0.19 to 0.35]. Missed in that run.
+
+Profiled since (a `/tmp` script timing each step of the cut-and-prove pass over the
+100k `json.dumps` file, quiet machine): the decode into the typed entry 187 ms (the
+floor's own decode of the same lines: 191 ms), the re-encode that makes the canonical
+responses 95 ms, the quote counts that prove no key was dropped 84 ms (`bytes.count`
+runs at ~1.4 GB/s here; the `\u0022` count adds a pass wherever a backslash is, as in
+every `json.dumps` slice), the cut into lines ~20 ms: ~0.40-0.47 s against ~0.17-0.19 s,
+0.37-0.42. The compact file (referred to where it lies: no re-encode kept, no counts)
+loads at 0.50-0.52. Reaching 0.5 on a spaced layout needs the proof of no dropped key
+without a count over the text or the re-encoding of every response at load; neither was
+found in this round (`msgspec.json.format` to strip the spaces first costs as much as
+the decode). P6c, the first acquisition, is the load plus the holder's work: sharing
+the table (into a memory file with `writev`, the file's digest taken in a thread
+meanwhile) now costs ~53 ms for the `json.dumps` file (~100 ms before) and ~34 ms for
+the compact one (~54 ms), so P6c follows P6b.""",
     "P5d": """\
 Before, every acquisition parsed the file in its own actor: 3.4 s at 250 MB in the
 compact layout (~16 s in `json.dumps`' layout). Now a holder keeps one validated copy
