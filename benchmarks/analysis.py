@@ -294,7 +294,17 @@ recorder kept the canonical bytes it hashed instead of encoding the request agai
 its sidecar (`run`'s CPU -2-4 %); the sync HTTP client is made on the first sync call
 (the front door only awaits: 25-70 ms less start-up); `uvloop` as `run`'s event loop
 cut `run`'s CPU by ~4 % and left the wall time where it was (15.6-15.8 s), so it is not
-used (a dependency for nothing a user would see).""",
+used (a dependency for nothing a user would see).
+
+P19m in the full run of 2026-12-06 (3.66, 1,067 MB) measured the benchmark, not `run`:
+Linux gives a process the larger of its own high-water RSS and that of the memory it ran
+in before `exec`, and `run` was spawned by the benchmark's own process, grown to ~1 GB by
+the sections before P19 (a tiny child of a process holding 800 MB reports 826 MB the
+same way). `run` and its client now start through a small parent (`_PEAK` in
+benchmarks/recording.py) that reads their peak with `wait4`; the same child of the same
+800 MB process then reports 10 MB. Rerun after the fix (`.venv/bin/python -m benchmarks
+--only P19 --passes idle --runs 1`, 2026-12-06 05:57 UTC): P19m 254 MB against the 292 MB
+bound (0.872, met, as in stop 40's P19-only run, 255 MB), P19 1.34, P19h met.""",
     "P14": """\
 The floor is uvicorn answering canned bytes: it reads the body and writes. The front door
 does, per request, what the floor skips: the token check, a strict decode of the ~18 KB
