@@ -1,7 +1,8 @@
 """``LibcFunction``: a C library function bound through ctypes once, on first use.
 
 Runs in: the caller (``held.py``'s GIL-keeping ``send``, ``cores.py``'s
-``sched_getcpu``).
+``sched_getcpu``), the zygote, the holders and the actors (``prctl``, naming the
+process: bound in the zygote, inherited bound by every child it forks).
 
 Declared at import, bound at the first ``bind()``: importing the replay path never
 loads ctypes. Where there is no ctypes, no C library or no such function, ``bind()``
