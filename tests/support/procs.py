@@ -10,11 +10,17 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-# Every process this test session starts inherits the mark, so the leak check can tell
+# Every process this test process starts inherits the mark, so the leak check can tell
 # our actors (orphans included) from those of another test run on the same machine.
+# Under pytest-xdist each worker marks its own (the session's mark and the worker's
+# name): one worker's check must not count, and kill, the actors of a test running in
+# another worker, nor its ``replay-actor run`` (a console script: its process is named
+# ``replay-actor`` too).
 MARK_VARIABLE = "REPLAY_ACTOR_TEST_SESSION"
-os.environ.setdefault(MARK_VARIABLE, uuid.uuid4().hex)
-MARK = os.environ[MARK_VARIABLE]
+_SESSION = os.environ.setdefault(MARK_VARIABLE, uuid.uuid4().hex)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+MARK = _SESSION if not _WORKER or _SESSION.endswith(f"-{_WORKER}") else f"{_SESSION}-{_WORKER}"
+os.environ[MARK_VARIABLE] = MARK
 
 
 def is_gone(pid: int) -> bool:
