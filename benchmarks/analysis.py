@@ -365,25 +365,29 @@ under "Measured steps". The fork itself is the floor: a no-op child of a warm ~2
 interpreter costs ~1.7-2.9 ms on this machine (page tables copied, then the child's
 first writes fault copy-on-write pages), against ~17-25 ms for a fresh interpreter.
 Holding the parsed 1k-entry table adds nothing measurable (a few hundred kilobytes).
-The actor's set-up in the child adds ~1.5-2 ms, i.e. most of the floor again, which is
-why the ratio sits near 2. Timed inside a forked child (a probe, not part of the run):
-the first file open and the process name (`/proc/self/comm`) ~0.3-1 ms, nearly all
-copy-on-write faults of the first Python work after the fork; the owner's pidfd and
-psutil identity (`Process`, `status`, `create_time`: three reads of `/proc`) ~0.45 ms;
-wrapping the cached table (`Actor`) ~0.1 ms; the listener bind ~0.13 ms; the cache's stat
-identity check ~0.2 ms. Since the fault-proof spawn (request tokens, the hung-up check,
-deadline-bounded sends, the non-blocking actor loop) an acquire measured on its own
-costs ~0.2 ms more than before (2.69-3.26 ms against 2.51-2.97 ms, medians of 300 in
-alternating runs); timing `zygote.spawn` apart puts the extra time between the zygote's
-reply and the actor's READY, i.e. in the forked child, not in the caller, whose own CPU
-is ~50 us per acquire (cProfile). That is enough to move the ratio across 2 on a
-shared machine (2.02-2.16 in this session's runs). What would lower it (not made here):
-the owner's create time read once from `/proc/PID/stat` instead of through psutil (three
-reads of `/proc`), and less Python run in the child before READY (each first touch of a
-page costs a copy-on-write fault). In turn 5's `--only` run P5a was 1.69 and P5c
-1.68, with runs from 0.87 to 3.03 (load average 4-7 from other work): met there, but
-the spread says one run on this machine cannot tell 1.7 from 2.2; nothing in this round
-changed acquisition.""",
+The actor's set-up in the child added ~1.5-2 ms, i.e. most of the floor again, which is
+why the ratio sat near 2 (2.02-2.16 in the runs of 2026-12-06, before this round).
+Timed step by step inside the zygote and its child (a probe writing `perf_counter`
+differences, medians of 30 acquisitions of the 1k fixture, 2026-12-06): the zygote's
+check that the cached file still holds its bytes 0.80 ms, the fork 1.9-2.3 ms (the
+floor's too), the child's first steps (closing the zygote's channels) 0.25 ms, naming
+the process and wrapping its socket 0.65 ms, the owner's pidfd and identity 0.77 ms,
+the table wrapped (`Actor`) 0.07 ms, the listener and the READY frame 0.16 ms. Three of
+those were more than their work: the identity went through psutil (`Process`,
+`status`, `create_time`: two reads of `/proc/PID/stat` and one of `/proc/stat`, all in
+psutil's Python, each first run in the child a round of copy-on-write faults), now one
+read of `/proc/PID/stat` (the start time since boot; `io/procs.py`): 0.77 -> 0.25 ms;
+the process name loaded the C library through ctypes in every child, now bound once in
+the zygote (`LibcFunction`): 0.65 -> 0.45 ms with the socket set-up; the file check
+read into a fresh 1 MiB buffer, whose pages faulted in every time because the zygote
+gives its free memory back after a parse, now a 64 KiB buffer each thread keeps:
+0.80 -> 0.29 ms (of which the read and comparison of the 458 KB file ~0.25 ms). An
+acquisition went from ~5.2-6.4 ms to ~4.2-4.4 ms in the same probe, and
+`--only P5 --passes idle --runs 5` gave P5a 1.41 [1.31 to 1.79] and P5c 1.6 [1.44 to
+1.85] (2.02 and 1.96, 3 runs, in the same morning before the change). What is left over
+the floor is Python run for the first time in the child (each first touch of a page
+costs a copy-on-write fault) and the content check, kept exact on purpose (a file
+rewritten within one timestamp tick must not be served from the cache).""",
     "P5c": """\
 P5c is P5a in the benchmark's own process, whose zygote was asked for the 100k, 10k,
 100 and 1k-entry fixtures first (the P1 run's state). The zygote parses and keeps only
@@ -527,7 +531,29 @@ several serving processes (each with a copy of the handle: the cursors live in t
 actor, so sequences stay exact) would raise the ceiling on more cores, with the
 summary's counters and the run log merged across them; on two cores shared with `wrk`
 the CPU is the bound either way. Not done in this round. P20b (64 `AsyncOpenAI` tasks)
-is client-bound and met.""",
+is client-bound and met.
+
+The table above is skewed: `loadprofile` counted every sample of the serving process,
+and py-spy samples the reaper thread while it waits in `epoll` (a sixth of all samples,
+put down to "the event loop itself", every other part scaled down with it). Counting the
+main thread's samples only (fixed 2026-12-06), the same tool, two alternating runs each
+of commit 2294069 and of the tree after it, gives the shares of a front-door request's
+CPU: reading the body ~49-51 %, the ASGI app 17-21 %, the hash ~12 %, the actor round
+trip 5-6 %, the event loop 4-5 %, the vendor answer 3-5 %, asyncio in callbacks ~3-4 %,
+uvicorn's HTTP ~2 % (the shares are steady; the CPU a request moved from 373 to 505 us
+between runs of the same tree, and the bare app's from 64 to 92 us, with the machine).
+Within reading the body, a line profile (py-spy): msgspec's decode ~16 % of the
+request, the line of `AsyncServing.serve` that ends the request ~12 % (where the decoded
+body, ~600 objects, and the neutral request are freed), the strict checks ~10 %.
+The strict checks were cut in this round: the `\\u` search by regular expression
+(~6 us against `bytes.find`'s ~19 us in the 18 KB body) and the colons and openers
+counted in one pass (~10 us against ~20 us); the strict read went from 97.5 to 70 us
+(`loads_strict_utf8` of the realistic body, medians of 7 rounds of 3,000, the two
+versions alternated in one process). That is ~7 % of a request's CPU, less than this
+machine's drift between two runs: `--only P14,P20 --passes idle --runs 3` gave P20a
+0.195 [0.192 to 0.25] and P14 1.49 [1.31 to 1.56] (1.66 [1.65 to 1.77] that morning
+before the change). The bound stands: the front door's own work is ~80 % of its
+request, about four times the bare app's whole request.""",
     "E1": """\
 The sidecar's 10,000 requests (~170 MB) share their first 20 messages with the missing
 request, so every one ties on the first ranking criterion. Each line is decoded once into

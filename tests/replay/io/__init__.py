@@ -1,1 +1,2 @@
-"""replay/io/: the plumbing both sides use (the channel, the core follower)."""
+"""replay/io/: the plumbing both sides use (the channel, the core follower, a process's
+identity)."""
