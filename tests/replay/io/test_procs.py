@@ -18,11 +18,14 @@ pytestmark = [pytest.mark.usefixtures("no_leaks"), pytest.mark.timeout(60)]
 
 LINUX = sys.platform.startswith("linux")
 #: A child that names itself as awkwardly as ``/proc/PID/stat`` allows (parentheses and
-#: spaces inside the command name, which the file prints in parentheses), says so, and
-#: waits for its stdin to close.
+#: spaces inside the command name, which the file prints in parentheses) where there is
+#: one, says so, and waits for its stdin to close.
 NAMED = (
-    "import sys; open('/proc/self/comm', 'w').write('a) Z (b) 1 2'); "
-    "print('named', flush=True); sys.stdin.read()"
+    "import os, sys\n"
+    "if os.path.exists('/proc/self/comm'):\n"
+    "    open('/proc/self/comm', 'w').write('a) Z (b) 1 2')\n"
+    "print('named', flush=True)\n"
+    "sys.stdin.read()\n"
 )
 
 
